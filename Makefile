@@ -1,0 +1,46 @@
+# Two commands do everything on a fresh machine (Python >= 3.10 with pip and venv):
+#   make bench   - create .venv, install, run the benchmark (every stage this machine can run)
+#   make test    - create .venv, install, run the test suite (GPU tests skip without a GPU)
+# CUDA=cuda13 selects cupy-cuda13x instead of the default cupy-cuda12x (never both in one venv).
+PYTHON ?= python3
+VENV   ?= .venv
+CUDA   ?= cuda12
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(CUDA)
+OTHER  := $(filter-out $(STAMP),$(wildcard $(VENV)/.installed-cuda*))
+
+.PHONY: install bench test test-gpu verify inspect report lab clean
+
+$(STAMP): pyproject.toml
+	@if [ -n "$(OTHER)" ]; then echo "$(VENV) holds another CuPy ($(OTHER)); run 'make clean' first: two CuPy packages must never share a venv" >&2; exit 1; fi
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[$(CUDA),test]"
+	touch $@
+
+install: $(STAMP)
+
+bench: $(STAMP)          ## all stages this machine runs + cuBLAS + the CPU baseline vs numpy
+	$(PY) -m stages bench $(ARGS)
+
+test: $(STAMP)           ## the whole suite; GPU tests skip (saying why) where there is no GPU
+	$(PY) -m pytest -q $(ARGS)
+
+test-gpu: $(STAMP)       ## only the GPU tests (on a GPU machine)
+	$(PY) -m pytest -q -m "gpu or hopper" $(ARGS)
+
+verify: $(STAMP)         ## the full correctness sweep of every stage
+	$(PY) -m stages verify $(ARGS)
+
+inspect: $(STAMP)        ## registers, shared/local memory, SASS mix of every stage (no GPU needed)
+	$(PY) -m stages inspect $(ARGS)
+
+report: $(STAMP)         ## regenerate the README tables from results/
+	$(PY) -m stages report --write
+
+lab: $(STAMP)            ## JupyterLab with the project importable
+	$(PY) -m pip install -q -e ".[$(CUDA),test,lab]"
+	cd notebooks && ../$(PY) -m jupyter lab
+
+clean:
+	rm -rf $(VENV) .pytest_cache

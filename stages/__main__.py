@@ -1,0 +1,3 @@
+from stages.harness.cli import main
+
+raise SystemExit(main())

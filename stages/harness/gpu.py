@@ -1,0 +1,161 @@
+"""Everything that touches CuPy or the CUDA driver lives behind these functions, imported lazily,
+so the package imports (and the CPU baseline, `list` and `inspect` run) on a machine with no GPU."""
+from __future__ import annotations
+
+import ctypes
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from .errors import UnsupportedDevice
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a stage needs from the GPU.
+
+    min_cc: lowest compute capability, as (major, minor).
+    exact_arch: an architecture-specific target such as "sm_90a": its SASS runs on that one
+    compute capability only (wgmma, setmaxnreg), so newer GPUs are refused too.
+    """
+
+    min_cc: tuple[int, int] = (7, 0)
+    exact_arch: str | None = None
+
+    def describe(self) -> str:
+        if self.exact_arch:
+            return f"{self.exact_arch} (compute capability {self.exact_cc[0]}.{self.exact_cc[1]} exactly)"
+        return f"sm_{self.min_cc[0]}{self.min_cc[1]}+"
+
+    @property
+    def exact_cc(self) -> tuple[int, int]:
+        digits = self.exact_arch.removeprefix("sm_").rstrip("a")
+        return int(digits[:-1]), int(digits[-1])
+
+    def unmet(self, cc: tuple[int, int]) -> bool:
+        if self.exact_arch:
+            return cc != self.exact_cc
+        return cc < self.min_cc
+
+
+def cupy():
+    """Import CuPy or raise UnsupportedDevice with the reason."""
+    try:
+        import cupy as cp  # noqa: PLC0415
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        raise UnsupportedDevice(f"CuPy is not importable ({type(exc).__name__}: {exc})") from None
+    return cp
+
+
+@functools.lru_cache(maxsize=1)
+def _status() -> tuple[bool, str]:
+    try:
+        cp = cupy()
+    except UnsupportedDevice as exc:
+        return False, str(exc)
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver, insufficient driver, no device
+        try:
+            ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return False, "no NVIDIA driver on this machine (libcuda.so.1 not found)"
+        msg = str(exc).split(":", 1)[-1].strip() or type(exc).__name__
+        return False, f"no usable CUDA GPU ({msg})"
+    if count == 0:
+        return False, "no CUDA GPU visible"
+    return True, ""
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") when a CUDA GPU is usable here, else (False, reason)."""
+    return _status()
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    id: int
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    sm_clock_mhz: int
+    l2_bytes: int
+    smem_optin_bytes: int
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+
+@functools.lru_cache(maxsize=None)
+def _info(device_id: int) -> DeviceInfo:
+    cp = cupy()
+    p = cp.cuda.runtime.getDeviceProperties(device_id)
+    name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+    return DeviceInfo(
+        id=device_id,
+        name=name,
+        cc=(int(p["major"]), int(p["minor"])),
+        sm_count=int(p["multiProcessorCount"]),
+        sm_clock_mhz=int(p.get("clockRate", 0)) // 1000,
+        l2_bytes=int(p.get("l2CacheSize", 0)),
+        smem_optin_bytes=int(p.get("sharedMemPerBlockOptin", 0)),
+    )
+
+
+def current() -> DeviceInfo:
+    """The current CuPy device, or UnsupportedDevice when there is none."""
+    ok, why = available()
+    if not ok:
+        raise UnsupportedDevice(why)
+    cp = cupy()
+    return _info(cp.cuda.Device().id)
+
+
+def require(req: Requirement, stage_name: str) -> DeviceInfo:
+    """The current device if it meets `req`, else UnsupportedDevice naming both."""
+    dev = current()
+    if req.unmet(dev.cc):
+        raise UnsupportedDevice(
+            f"{stage_name} needs {req.describe()}; this GPU ({dev.name}) is {dev.arch}"
+        )
+    return dev
+
+
+def compile_arch(dev: DeviceInfo, req: Requirement) -> str:
+    """The NVRTC target for a stage on this device. On Hopper every stage is built for sm_90a, so
+    what runs is exactly what `inspect` shows."""
+    if req.exact_arch:
+        return req.exact_arch
+    if dev.cc == (9, 0):
+        return "sm_90a"
+    return dev.arch
+
+
+def driver_string() -> str | None:
+    """The driver version as nvidia-smi prints it (e.g. 580.159.04), if nvidia-smi is here."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=driver_version,clocks.sm,clocks.max.sm", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20,
+        ).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out[0] if out else None
+
+
+def current_device_id() -> int:
+    return cupy().cuda.Device().id
+
+
+def ensure_same_device(arr, name: str, cur: int):
+    """Raise ValueError if `arr` (a CuPy array) lives on a GPU other than `cur`."""
+    if arr.device.id != cur:
+        raise ValueError(
+            f"{name} is on GPU {arr.device.id} but the current device is GPU {cur}; "
+            f"call inside `with cupy.cuda.Device({arr.device.id}):` or move it with cupy.asarray"
+        )

@@ -1,0 +1,175 @@
+"""Static report of a stage's compiled kernel, no GPU needed: registers, shared and local memory,
+spills, ptxas warnings and the SASS instruction mix (cuobjdump/nvdisasm from pip or the toolkit)."""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+from . import compiler
+
+# Instruction families worth naming in a GEMM, in the order a reader meets them.
+FAMILIES = {
+    "FFMA": "fp32 fused multiply-add (CUDA cores)",
+    "HFMA2": "packed fp16 multiply-add (CUDA cores)",
+    "HMMA": "tensor-core mma.sync (Ampere-style, warp-wide)",
+    "HGMMA": "tensor-core wgmma (Hopper, warpgroup-wide, operands from shared memory)",
+    "LDG": "global -> register load",
+    "STG": "register -> global store",
+    "LDS": "shared -> register load",
+    "STS": "register -> shared store",
+    "LDSM": "ldmatrix: shared -> tensor-core fragment",
+    "LDGSTS": "cp.async: global -> shared, bypassing registers",
+    "UTMALDG": "TMA tensor load: global -> shared by the copy engine",
+    "UTMASTG": "TMA tensor store: shared -> global",
+    "SYNCS": "mbarrier operations",
+    "BAR": "block-wide barrier (__syncthreads)",
+    "LDL": "local-memory load (spills, run-time-indexed arrays)",
+    "STL": "local-memory store",
+}
+PTXAS_FAILURES = ("C7515", "C7511")  # wgmma serialized; too few registers for wgmma
+
+# "/*0120*/  @P0 LDG.E.128 R4, ..." -> LDG.E.128. Lines guarded by @!PT (never true) are padding
+# the compiler leaves around cp.async and are skipped.
+_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?!@!PT\b)(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", re.M)
+
+
+@dataclass
+class Report:
+    stage: str
+    kernel: str
+    arch: str
+    nvrtc: str
+    registers: int | None = None
+    static_smem: int | None = None
+    dynamic_smem: int | None = None
+    stack_frame: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    local_memory: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    opcodes: dict[str, int] = field(default_factory=dict)  # base opcode -> count
+    sass_available: bool = True
+    sass_error: str = ""
+
+    @property
+    def families(self) -> dict[str, int]:
+        return {f: self.opcodes.get(f, 0) for f in FAMILIES if self.opcodes.get(f, 0)}
+
+    @property
+    def total_instructions(self) -> int:
+        return sum(self.opcodes.values())
+
+    @property
+    def failures(self) -> list[str]:
+        """Everything that makes a kernel slow by construction: spills, local memory, C7515/C7511."""
+        out = []
+        if self.spill_stores or self.spill_loads:
+            out.append(f"spills: {self.spill_stores} B stored, {self.spill_loads} B loaded")
+        if self.local_memory:
+            out.append(f"local memory: {self.local_memory} B per thread")
+        out += [w for w in self.warnings if any(code in w for code in PTXAS_FAILURES)]
+        return out
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "stage", "kernel", "arch", "nvrtc", "registers", "static_smem", "dynamic_smem",
+            "stack_frame", "spill_stores", "spill_loads", "local_memory", "warnings", "opcodes")}
+
+    def render(self) -> str:
+        def b(x):
+            return "?" if x is None else f"{x:,} B"
+        lines = [
+            f"{self.stage}  kernel {self.kernel}, compiled for {self.arch} by NVRTC {self.nvrtc}",
+            f"  registers/thread  {self.registers}",
+            f"  shared memory     static {b(self.static_smem)}, dynamic {b(self.dynamic_smem)}"
+            " (launch geometry at 4096^3)",
+            f"  local memory      {b(self.local_memory)} (stack frame {b(self.stack_frame)}, "
+            f"spill stores {b(self.spill_stores)}, spill loads {b(self.spill_loads)})",
+            "  ptxas warnings    " + ("; ".join(self.warnings) if self.warnings else "none"),
+        ]
+        if not self.sass_available:
+            lines.append(f"  SASS              unavailable ({self.sass_error})")
+        else:
+            lines.append(f"  SASS              {self.total_instructions} instructions; by family:")
+            for fam, cnt in self.families.items():
+                lines.append(f"    {fam:<8} {cnt:>6}  {FAMILIES[fam]}")
+            others = collections.Counter({k: v for k, v in self.opcodes.items() if k not in FAMILIES})
+            if others:
+                lines.append("    other    " + ", ".join(f"{k} {v}" for k, v in others.most_common(8)))
+        if self.failures:
+            lines.append("  PROBLEMS          " + "; ".join(self.failures))
+        return "\n".join(lines)
+
+
+def _int(pattern: str, text: str) -> int | None:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else None
+
+
+def parse_ptxas(log: str, kernel: str) -> dict:
+    """Registers, stack frame and spills for `kernel` from a `ptxas -v` log."""
+    i = log.find(f"Function properties for {kernel}")
+    part = log[i:] if i >= 0 else log
+    return {
+        "stack_frame": _int(r"(\d+) bytes stack frame", part),
+        "spill_stores": _int(r"(\d+) bytes spill stores", part),
+        "spill_loads": _int(r"(\d+) bytes spill loads", part),
+        "registers": _int(r"Used (\d+) registers", part),
+        "static_smem": _int(r"(\d+) bytes smem", part) or 0,
+    }
+
+
+def count_opcodes(sass: str) -> dict[str, int]:
+    """Base opcode (text before the first '.') -> count, over every instruction in the listing."""
+    counts = collections.Counter(m.group(1).split(".")[0] for m in _SASS_LINE.finditer(sass))
+    counts.pop("NOP", None)
+    return dict(counts.most_common())
+
+
+def _run_tool(name: str, args: list[str]) -> str:
+    exe = compiler.tool(name)
+    if not exe:
+        raise FileNotFoundError(f"{name} not found (pip install nvidia-cuda-{name} or a CUDA toolkit)")
+    env = dict(os.environ)
+    disasm = compiler.tool("nvdisasm")
+    if disasm:  # cuobjdump -sass shells out to nvdisasm
+        env["PATH"] = os.path.dirname(disasm) + os.pathsep + env.get("PATH", "")
+    res = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=120)
+    if res.returncode:
+        raise RuntimeError(f"{name} failed: {res.stderr.strip()[:300]}")
+    return res.stdout
+
+
+def resource_usage(cubin_path: str, kernel: str) -> dict:
+    """REG/STACK/SHARED/LOCAL of `kernel` from `cuobjdump -res-usage`."""
+    text = _run_tool("cuobjdump", ["-res-usage", cubin_path])
+    m = re.search(rf"Function {re.escape(kernel)}:\s*\n\s*(.+)", text)
+    fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", m.group(1))) if m else {}
+    return {k: int(v) for k, v in fields.items()}
+
+
+def sass(cubin_path: str) -> str:
+    return _run_tool("cuobjdump", ["-sass", cubin_path])
+
+
+def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096)) -> Report:
+    """Compile `stage` for `arch` (no GPU needed) and report on its kernel."""
+    compiled = stage.compile(arch)
+    rep = Report(stage=stage.name, kernel=stage.kernel, arch=arch, nvrtc=compiler.nvrtc_version())
+    for key, val in parse_ptxas(compiled.log, stage.kernel).items():
+        setattr(rep, key, val)
+    rep.dynamic_smem = stage.launch_for(*problem).shared_mem
+    rep.warnings = compiler.ptxas_warnings(compiled.log)
+    try:
+        usage = resource_usage(str(compiled.cubin_path), stage.kernel)
+        # Spills live in the stack frame; cuobjdump's LOCAL counts other local arrays.
+        rep.local_memory = max(usage.get("LOCAL", 0), rep.stack_frame or 0)
+        rep.registers = usage.get("REG", rep.registers)
+        rep.opcodes = count_opcodes(sass(str(compiled.cubin_path)))
+    except (FileNotFoundError, RuntimeError, subprocess.SubprocessError) as exc:
+        rep.sass_available, rep.sass_error = False, str(exc)
+        rep.local_memory = rep.stack_frame
+    return rep

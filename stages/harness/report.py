@@ -1,0 +1,117 @@
+"""Tables generated from results/: the README's stage table and each stage README's measured block.
+
+Blocks live between `<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and are rewritten by
+`python -m stages report --write`; nothing measured is typed by hand.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import records
+
+TABLE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
+
+
+def _fmt(x, spec):
+    return "–" if x is None else format(x, spec)
+
+
+def stage_table(recs: list[dict]) -> str:
+    import stages  # noqa: PLC0415
+
+    best = records.latest_results(recs)
+    head = "| stage | idea | requires | " + " | ".join(
+        f"{m}×{n}×{k} TFLOP/s | × cuBLAS" for m, n, k in TABLE_SHAPES) + " |"
+    lines = [head, "|" + "---|" * (3 + 2 * len(TABLE_SHAPES))]
+    used = set()
+    for name in [*stages.names(), "cublas"]:
+        st = stages.get(name)
+        req = st.requires.describe()
+        cons = st.constraints.describe()
+        cells = []
+        for shape in TABLE_SHAPES:
+            hit = best.get((name, *shape))
+            if hit:
+                e, rec = hit
+                used.add(rec["_path"])
+                cells += [_fmt(e["tflops"], ".0f"), _fmt(e.get("ratio_cublas"), ".2f")]
+            else:
+                cells += ["–", "–"]
+        link = f"[{name}](stages/{name}/)" if name != "cublas" else name
+        lines.append(f"| {link} | {st.idea} | {req}; {cons} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Measured on an NVIDIA H200 by `python -m stages bench`; records: "
+                 + (", ".join(f"[{p}]({p})" for p in sorted(used)) if used else "none yet") + ".")
+    return "\n".join(lines)
+
+
+def stage_measured(name: str, recs: list[dict]) -> str:
+    best = records.latest_results(recs)
+    rows = [(k, v) for k, v in best.items() if k[0] == name]
+    if not rows:
+        return "No H200 measurement recorded yet."
+    out = ["| shape (M×N×K) | median ms (p20–p80) | TFLOP/s | % of fp16 peak | × cuBLAS | rel. error | record |",
+           "|---|---|---|---|---|---|---|"]
+    for (_, m, n, k), (e, rec) in sorted(rows, key=lambda r: r[0][1:]):
+        out.append(f"| {m}×{n}×{k} | {e['ms_median']:.3f} ({e['ms_p20']:.3f}–{e['ms_p80']:.3f}) | "
+                   f"{e['tflops']:.1f} | {_fmt(e.get('pct_peak'), '.1f')} | "
+                   f"{_fmt(e.get('ratio_cublas'), '.3f')} | {e['rel_err']:.1e} | "
+                   f"[{Path(rec['_path']).name}](../../{rec['_path']}) |")
+    env = rows[-1][1][1]["env"]
+    g = env["gpu"]
+    out.append("")
+    out.append(f"GPU {g['name']} (driver {g['driver']}, CUDA runtime {g['cuda_runtime']}), "
+               f"CuPy {env['versions']['cupy']}, commit {str(env['git_commit'])[:10]}, {env['date'][:10]}. "
+               "× cuBLAS is measured in the same run on the same inputs.")
+    return "\n".join(out)
+
+
+def cpu_table(recs: list[dict]) -> str:
+    rec = next((r for r in reversed(recs) if any(e.get("status") == "ok" for e in r.get("cpu", []))), None)
+    if rec is None:
+        return "No CPU measurement recorded yet."
+    out = ["| shape | numpy float32 GFLOP/s | numba GFLOP/s | numba ÷ numpy |", "|---|---|---|---|"]
+    rows = [e for e in rec["cpu"] if e.get("status") == "ok"]
+    for np_row, nb_row in zip(rows[0::2], rows[1::2]):
+        out.append(f"| {np_row['m']}×{np_row['n']}×{np_row['k']} | {np_row['gflops']:.0f} | "
+                   f"{nb_row['gflops']:.0f} | {nb_row['ratio_numpy']:.2f} |")
+    h = rec["env"]["host"]
+    out.append("")
+    out.append(f"{h['cpu']}, {h['cores']} cores, numba {rec['env']['versions']['numba']}, "
+               f"{rec['env']['date'][:10]}; record [{Path(rec['_path']).name}]"
+               f"(/{rec['_path']}).")
+    return "\n".join(out)
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    pat = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
+    if not pat.search(text):
+        raise ValueError(f"marker block {name!r} not found")
+    return pat.sub(lambda m: m.group(1) + body + m.group(2), text)
+
+
+def write_all(dry_run: bool = False) -> list[Path]:
+    """Rewrite every generated block; returns the files changed (or, dry, that would change)."""
+    import stages  # noqa: PLC0415
+
+    recs = records.load_all()
+    changed = []
+    targets = [(records.REPO / "README.md", "stage-table", stage_table(recs)),
+               (records.REPO / "README.md", "cpu-table", cpu_table(recs)),
+               (records.REPO / "cpu_reference" / "README.md", "cpu-table", cpu_table(recs))]
+    for name in stages.names():
+        targets.append((stages.get(name).folder / "README.md", "measured", stage_measured(name, recs)))
+    for path, block, body in targets:
+        if not path.exists():
+            continue
+        old = path.read_text()
+        try:
+            new = replace_block(old, block, body)
+        except ValueError:
+            continue
+        if new != old:
+            if not dry_run:
+                path.write_text(new)
+            changed.append(path)
+    return changed

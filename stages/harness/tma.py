@@ -1,0 +1,74 @@
+"""TMA tensor maps for 2-D fp16 row-major arrays, encoded with cuda-python, passed by value.
+
+A tensor map (CUtensorMap, 128 bytes) describes a global array (base pointer, sizes, strides) and
+the box one TMA copy moves into shared memory (with its swizzle). The kernel takes it as a
+`const __grid_constant__` parameter; we hand CuPy the 128 raw bytes as a numpy void scalar.
+
+Maps are cached by everything they encode (device, pointer, shape, strides, box, swizzle): a
+repeated call with the same arrays reuses its maps, and any new array (new pointer or shape) gets
+a fresh one, because a different key can never hit. Out-of-bounds parts of a box read as zeros,
+so the true sizes go into the map.
+"""
+from __future__ import annotations
+
+import collections
+import ctypes
+import functools
+
+import numpy as np
+
+from .errors import UnsupportedDevice
+
+_MAX_ENTRIES = 256
+_cache: collections.OrderedDict = collections.OrderedDict()
+stats = {"encoded": 0, "hits": 0}
+
+
+@functools.lru_cache(maxsize=1)
+def _driver():
+    try:
+        from cuda.bindings import driver  # noqa: PLC0415
+    except ImportError:
+        try:
+            from cuda import cuda as driver  # noqa: PLC0415  (cuda-python < 12.6)
+        except ImportError as exc:
+            raise UnsupportedDevice(
+                f"TMA stages need cuda-python (pip install cuda-bindings): {exc}") from None
+    (err,) = driver.cuInit(0)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise UnsupportedDevice(f"cuInit failed: {err}")
+    return driver
+
+
+def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> np.void:
+    """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements."""
+    rows, cols = arr.shape
+    key = (arr.device.id, arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes)
+    hit = _cache.get(key)
+    if hit is not None:
+        _cache.move_to_end(key)
+        stats["hits"] += 1
+        return hit
+    drv = _driver()
+    swizzle = {0: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+               32: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
+               64: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B,
+               128: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}[swizzle_bytes]
+    err, tmap = drv.cuTensorMapEncodeTiled(
+        drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, arr.data.ptr,
+        [drv.cuuint64_t(cols), drv.cuuint64_t(rows)],  # sizes, innermost first
+        [drv.cuuint64_t(arr.strides[0])],               # byte stride of dimension 1
+        [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)],
+        [drv.cuuint32_t(1), drv.cuuint32_t(1)],
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"cuTensorMapEncodeTiled refused a {rows}x{cols} array with box "
+                         f"{box_rows}x{box_cols}: {err} (rows must be 16-byte multiples, base 16-byte aligned)")
+    value = np.frombuffer(ctypes.string_at(tmap.getPtr(), 128), dtype=np.dtype("V128"))[0]
+    stats["encoded"] += 1
+    _cache[key] = value
+    if len(_cache) > _MAX_ENTRIES:
+        _cache.popitem(last=False)
+    return value

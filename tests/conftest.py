@@ -1,0 +1,42 @@
+"""Shared fixtures: a private kernel cache per test session, GPU/Hopper skips with the reason."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from stages.harness import gpu
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_kernel_cache(tmp_path_factory):
+    """Compile into a fresh cache, so a test never passes on a stale cubin."""
+    old = os.environ.get("GEMM_STAGES_CACHE")
+    os.environ["GEMM_STAGES_CACHE"] = str(tmp_path_factory.mktemp("kernel-cache"))
+    yield
+    if old is None:
+        os.environ.pop("GEMM_STAGES_CACHE", None)
+    else:
+        os.environ["GEMM_STAGES_CACHE"] = old
+
+
+def _hopper_reason() -> str | None:
+    ok, why = gpu.available()
+    if not ok:
+        return f"needs an sm_90a GPU (H100/H200): {why}"
+    dev = gpu.current()
+    if dev.cc != (9, 0):
+        return f"needs an sm_90a GPU (H100/H200); this GPU ({dev.name}) is {dev.arch}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    ok, why = gpu.available()
+    hopper_why = None
+    for item in items:
+        if "gpu" in item.keywords and not ok:
+            item.add_marker(pytest.mark.skip(reason=f"needs a CUDA GPU: {why}"))
+        elif "hopper" in item.keywords:
+            hopper_why = hopper_why or _hopper_reason() or ""
+            if hopper_why:
+                item.add_marker(pytest.mark.skip(reason=hopper_why))
