@@ -170,7 +170,7 @@ def _runnable(name):
 
 def _operands(st, cp):
     c = st.constraints
-    m, n, k = c.m_multiple, c.n_multiple, max(c.k_multiple, 8)
+    m, n, k = c.m_multiple if c.m_multiple > 1 else 5, c.n_multiple if c.n_multiple > 1 else 3, max(c.k_multiple, 8)
     a = cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
     b = cp.random.standard_normal((n, k), dtype=cp.float32).astype(cp.float16)
     return a, b

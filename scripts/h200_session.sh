@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One call on the lent H200 (see README "Running on a GPU machine"): tests, the correctness sweep,
+# the benchmark and tuning sweeps, each step time-limited so a hung kernel cannot eat the lease.
+# Usage there:  GEMM_STAGES_COMMIT=<sha> bash scripts/h200_session.sh STEP...   (default: all)
+# Steps: env inspect tests verify bench tune.  Logs and JSON records go to $OUT (max 8 files).
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/h200-out}
+mkdir -p "$OUT"
+LOG="$OUT/session.log"
+steps=${*:-env inspect tests verify bench tune}
+GPU_STAGES=$(python3 -c "import stages; print(' '.join(stages.names()))")
+
+run() {  # run NAME LIMIT_S CMD...: output appended to session.log, a one-line summary printed
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s)
+  echo "===== $name: $*" >>"$LOG"
+  timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1
+  local rc=$?
+  echo "===== $name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$LOG"
+}
+
+for step in $steps; do
+  case $step in
+    env)
+      run env 60 bash -c 'nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv; python3 -c "import cupy, numba, numpy, sys; print(sys.version); print(cupy.__version__, numba.__version__, numpy.__version__)"; python3 -m stages list' ;;
+    inspect)
+      run inspect 180 python3 -m stages inspect ;;
+    tests)
+      run tests 420 python3 -m pytest -q -x -p no:cacheprovider -m "(gpu or hopper) and not slow" tests/ ;;
+    verify)
+      run verify 420 python3 -m stages verify $GPU_STAGES cublas ;;
+    verify-v3)
+      run verify-v3 420 python3 -m stages verify v3_wgmma_tma --repeat 20 ;;
+    bench)
+      run bench 420 python3 -m stages bench $GPU_STAGES cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/bench.json" ;;
+    tune)
+      run tune-v1 240 python3 -m stages tune v1_tiled --set BK=16,32 --shape 4096x4096x4096 --out "$OUT/tune-v1.json"
+      run tune-v2 300 python3 -m stages tune v2_cp_async --set STAGES=3,4 --set BN=128,256 --set WN=32,64 --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/tune-v2.json"
+      run tune-v3 300 python3 -m stages tune v3_wgmma_tma --set STAGES=3,4,5 --set BN=128,256 --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/tune-v3.json" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+grep -E "^=====|passed|failed|FAIL|error" "$LOG" | tail -n 60
