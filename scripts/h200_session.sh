@@ -2,7 +2,7 @@
 # One call on the lent H200 (see README "Running on a GPU machine"): tests, the correctness sweep,
 # the benchmark and tuning sweeps, each step time-limited so a hung kernel cannot eat the lease.
 # Usage there:  GEMM_STAGES_COMMIT=<sha> bash scripts/h200_session.sh STEP...   (default: all)
-# Steps: env inspect tests verify bench tune.  Logs and JSON records go to $OUT (max 8 files).
+# Steps: env inspect tests verify verify-v3 bench tune sanitize.  Logs and JSON records go to $OUT (max 8 files).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -27,7 +27,7 @@ for step in $steps; do
     inspect)
       run inspect 180 python3 -m stages inspect ;;
     tests)
-      run tests 420 python3 -m pytest -q -x -p no:cacheprovider -m "(gpu or hopper) and not slow" tests/ ;;
+      run tests 420 python3 -m pytest -q -p no:cacheprovider -m "gpu or hopper" tests/ ;;
     verify)
       run verify 420 python3 -m stages verify $GPU_STAGES cublas ;;
     verify-v3)
@@ -38,6 +38,9 @@ for step in $steps; do
       run tune-v1 240 python3 -m stages tune v1_tiled --set BK=16,32 --shape 4096x4096x4096 --out "$OUT/tune-v1.json"
       run tune-v2 300 python3 -m stages tune v2_cp_async --set STAGES=3,4 --set BN=128,256 --set WN=32,64 --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/tune-v2.json"
       run tune-v3 300 python3 -m stages tune v3_wgmma_tma --set STAGES=3,4,5 --set BN=128,256 --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/tune-v3.json" ;;
+    sanitize)
+      run memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 3 python3 scripts/sanitize_probe.py
+      run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v1_tiled v2_cp_async ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -210,6 +210,9 @@ def run_bench(stage_names, shapes=None, cpu_shapes=None, reps: int = 30, warmup:
             del a, b
             cp.get_default_memory_pool().free_all_blocks()
 
+    if record.get("env", {}).get("gpu") and gpu_objs:
+        smi = gpu.driver_string()  # the SM clock right after the timed runs, under load
+        record["env"]["gpu"]["sm_clock_after_runs_mhz"] = smi.split(",")[1].strip() if smi else None
     if cpu_wanted:
         record["cpu"] = _cpu_bench(cpu_shapes, bar)
     if bar:

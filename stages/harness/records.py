@@ -89,7 +89,7 @@ def environment() -> dict:
         "compute_capability": f"{dev.cc[0]}.{dev.cc[1]}",
         "sm_count": dev.sm_count,
         "sm_clock_max_mhz": dev.sm_clock_mhz or (smi_fields[2] if len(smi_fields) > 2 else None),
-        "sm_clock_now_mhz": smi_fields[1] if len(smi_fields) > 1 else None,
+        "sm_clock_idle_mhz": smi_fields[1] if len(smi_fields) > 1 else None,
         "l2_bytes": dev.l2_bytes,
         "driver": smi_fields[0] if smi_fields else None,
         "cuda_driver_api": cp.cuda.runtime.driverGetVersion(),

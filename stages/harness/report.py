@@ -84,6 +84,26 @@ def cpu_table(recs: list[dict]) -> str:
     return "\n".join(out)
 
 
+def diff_summary(name: str) -> str:
+    """How far a stage's kernel.cu is from the previous stage's: the size of its one idea."""
+    import difflib  # noqa: PLC0415
+
+    import stages  # noqa: PLC0415
+
+    st = stages.get(name)
+    if not st.previous:
+        return f"`{name}` is the starting point: {len(st.code().splitlines())} lines of kernel.cu."
+    prev = stages.get(st.previous)
+    added = removed = 0
+    for line in difflib.unified_diff(prev.code().splitlines(), st.code().splitlines(), lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return (f"`diff stages/{prev.name}/kernel.cu stages/{name}/kernel.cu`: {added} lines added, "
+            f"{removed} removed ({len(prev.code().splitlines())} -> {len(st.code().splitlines())} lines).")
+
+
 def replace_block(text: str, name: str, body: str) -> str:
     pat = re.compile(rf"(<!-- {name}:begin -->\n).*?(\n<!-- {name}:end -->)", re.S)
     if not pat.search(text):
@@ -96,12 +116,13 @@ def write_all(dry_run: bool = False) -> list[Path]:
     import stages  # noqa: PLC0415
 
     recs = records.load_all()
-    changed = []
+    changed: list[Path] = []
     targets = [(records.REPO / "README.md", "stage-table", stage_table(recs)),
                (records.REPO / "README.md", "cpu-table", cpu_table(recs)),
                (records.REPO / "cpu_reference" / "README.md", "cpu-table", cpu_table(recs))]
     for name in stages.names():
         targets.append((stages.get(name).folder / "README.md", "measured", stage_measured(name, recs)))
+        targets.append((stages.get(name).folder / "README.md", "diff", diff_summary(name)))
     for path, block, body in targets:
         if not path.exists():
             continue
@@ -113,5 +134,6 @@ def write_all(dry_run: bool = False) -> list[Path]:
         if new != old:
             if not dry_run:
                 path.write_text(new)
-            changed.append(path)
+            if path not in changed:
+                changed.append(path)
     return changed

@@ -31,12 +31,24 @@ GUARD = 64 * 1024      # fp16 elements of guard zone on each side of the output 
 POISON = 0x7FFF        # an fp16 NaN bit pattern
 
 
+def tile_shapes(constraints) -> list[tuple[int, int, int]]:
+    """Multiples of a stage's tiles that the checklist grid misses: several blocks in each
+    direction, odd block counts, one K tile and many, a grid longer than one group of blocks."""
+    bm, bn, bk = constraints.m_multiple, constraints.n_multiple, constraints.k_multiple
+    if (bm, bn, bk) == (1, 1, 1):
+        return []
+    return [(bm, bn, bk), (2 * bm, bn, 3 * bk), (3 * bm, 2 * bn, 7 * bk), (bm, 5 * bn, 16 * bk),
+            (9 * bm, 3 * bn, 2 * bk), (17 * bm, 3 * bn, 5 * bk), (5 * bm, 11 * bn, 33 * bk)]
+
+
 def checklist_shapes(constraints=None, quick: bool = False) -> list[tuple[int, int, int]]:
-    """The articles' checklist: all (M, N, K) in CHECKLIST^3 plus large K, filtered by support."""
+    """The articles' checklist: all (M, N, K) in CHECKLIST^3 plus large K, filtered by what the
+    stage supports, plus multiples of its tiles (which the grid alone would barely touch)."""
     sizes = (1, 17, 128, 129) if quick else CHECKLIST
     shapes = list(itertools.product(sizes, repeat=3)) + list(LARGE_K)
     if constraints is not None:
         shapes = [s for s in shapes if constraints.supports(*s)]
+        shapes += [s for s in tile_shapes(constraints) if s not in shapes]
     return shapes
 
 

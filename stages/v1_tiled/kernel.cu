@@ -23,9 +23,10 @@
 #define B_LOADS (BN * BK / 8 / THREADS)
 
 // Shared memory keeps each tile K-major, like global memory: row r of the A tile holds
-// A[block_m + r][k0 .. k0+BK) as fp32, padded to LDS floats. Banks: a quarter-warp's eight
-// 16-byte accesses touch rows r..r+7 at the same column; with LDS = 36 floats (4 banks past a
-// multiple of 32) those eight rows start on banks 0, 4, ..., 28 and never collide.
+// A[block_m + r][k0 .. k0+BK) as fp32, padded to LDS floats. Banks: the compute loop's 16-byte
+// loads of B hit rows r..r+7 at one column in each quarter-warp. With LDS = BK + 4 and LDS / 4
+// odd (20 for BK = 16), row r starts on 4-bank group (r * LDS / 4) % 8: eight rows, eight
+// different groups, all 32 banks once.
 
 __device__ __forceinline__ void load_tile(uint4 (&a_reg)[A_LOADS], uint4 (&b_reg)[B_LOADS],
                                           const __half* A, const __half* B, int K,
