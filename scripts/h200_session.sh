@@ -2,7 +2,7 @@
 # One call on the lent H200 (see README "Running on a GPU machine"): tests, the correctness sweep,
 # the benchmark and tuning sweeps, each step time-limited so a hung kernel cannot eat the lease.
 # Usage there:  GEMM_STAGES_COMMIT=<sha> bash scripts/h200_session.sh STEP...   (default: all)
-# Steps: env inspect tests verify verify-v3 bench tune sanitize.  Logs and JSON records go to $OUT (max 8 files).
+# Steps: env inspect tests verify verify-v3 bench tune ceilings sizes sanitize.  Logs and JSON records go to $OUT (max 8 files).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -38,8 +38,14 @@ for step in $steps; do
       run tune-v1 240 python3 -m stages tune v1_tiled --set BK=16,32 --shape 4096x4096x4096 --out "$OUT/tune-v1.json"
       run tune-v2 300 python3 -m stages tune v2_cp_async --set STAGES=3,4 --set BN=128,256 --set WN=32,64 --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/tune-v2.json"
       run tune-v3 300 python3 -m stages tune v3_wgmma_tma --set STAGES=3,4,5 --set BN=128,256 --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/tune-v3.json" ;;
+    ceilings)
+      run ceilings 180 python3 -m stages ceilings --out "$OUT/ceilings.json" ;;
+    sizes)  # TFLOP/s against size, square shapes 256..8192, every stage and cuBLAS
+      run sizes 540 python3 -m stages bench $GPU_STAGES cublas \
+        --shape 256x256x256 --shape 512x512x512 --shape 1024x1024x1024 --shape 2048x2048x2048 \
+        --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/sizes.json" ;;
     sanitize)
-      run memcheck 240 compute-sanitizer --tool memcheck --error-exitcode 3 python3 scripts/sanitize_probe.py
+      run memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py
       run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v1_tiled v2_cp_async ;;
     *) echo "unknown step $step" ;;
   esac

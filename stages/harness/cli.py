@@ -200,6 +200,26 @@ def cmd_tune(args) -> int:
     return 1 if rejected else 0
 
 
+# ---- ceilings --------------------------------------------------------------------------------
+def cmd_ceilings(args) -> int:
+    from . import ceilings, records  # noqa: PLC0415
+
+    ok, why = gpu.available()
+    if not ok:
+        print(f"skipped: {why}")
+        return 0
+    env = records.environment()
+    data = ceilings.measure()
+    for key, val in data.items():
+        print(f"{key:28} {val:.3f}" if isinstance(val, float) else f"{key:28} {val}")
+    record = {"schema": records.SCHEMA, "kind": "ceilings", "env": env, "ceilings": data,
+              "results": [], "cpu": []}
+    path = records.write(record, args.out or records.default_path(env).with_name(
+        records.default_path(env).stem + "-ceilings.json"))
+    print(f"\nrecord: {path}")
+    return 0
+
+
 # ---- inspect ---------------------------------------------------------------------------------
 def cmd_inspect(args) -> int:
     import stages  # noqa: PLC0415
@@ -262,6 +282,8 @@ def main(argv=None) -> int:
     t.add_argument("--reps", type=int, default=20)
     t.add_argument("--warmup", type=int, default=3)
     t.add_argument("--out", help="record path (default results/tuning/<date>-<gpu>.json)")
+    c = sub.add_parser("ceilings", help="measure HBM/L2 bandwidth, fp32 FMA and cuBLAS fp16 rates (GPU)")
+    c.add_argument("--out", help="record path (default results/<date>-<gpu>-ceilings.json)")
     i = sub.add_parser("inspect", help="registers, shared/local memory, spills, SASS mix (no GPU needed)")
     i.add_argument("stages", nargs="*", help="default: every GPU stage")
     i.add_argument("--arch", default="sm_90a")
@@ -270,7 +292,7 @@ def main(argv=None) -> int:
     r.add_argument("--write", action="store_true")
     args = p.parse_args(argv)
     try:
-        return {"list": cmd_list, "verify": cmd_verify, "bench": cmd_bench, "tune": cmd_tune,
+        return {"list": cmd_list, "verify": cmd_verify, "bench": cmd_bench, "tune": cmd_tune, "ceilings": cmd_ceilings,
                 "inspect": cmd_inspect, "report": cmd_report}[args.cmd](args)
     except (ValueError, TypeError, UnsupportedDevice, CompileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
