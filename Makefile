@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(CUDA)
 OTHER  := $(filter-out $(STAMP),$(wildcard $(VENV)/.installed-cuda*))
 
-.PHONY: install bench test test-gpu verify inspect report lab clean
+.PHONY: install bench test test-gpu verify inspect report notebooks figures lab clean
 
 $(STAMP): pyproject.toml
 	@if [ -n "$(OTHER)" ]; then echo "$(VENV) holds another CuPy ($(OTHER)); run 'make clean' first: two CuPy packages must never share a venv" >&2; exit 1; fi
@@ -37,6 +37,12 @@ inspect: $(STAMP)        ## registers, shared/local memory, SASS mix of every st
 
 report: $(STAMP)         ## regenerate the README tables from results/
 	$(PY) -m stages report --write
+
+notebooks: $(STAMP)      ## rewrite notebooks/*.ipynb (no outputs) from notebooks/build.py
+	$(PY) notebooks/build.py
+
+figures: $(STAMP)        ## re-run the overview headless: notebooks/figures/*.png from results/
+	$(PY) notebooks/build.py --figures
 
 lab: $(STAMP)            ## JupyterLab with the project importable
 	$(PY) -m pip install -q -e ".[$(CUDA),test,lab]"

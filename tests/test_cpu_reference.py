@@ -13,8 +13,10 @@ def test_whole_checklist():
     failures = []
     for m, n, k in verify.checklist_shapes():
         chk = verify.check(st, m, n, k)
-        # fp32 result: far tighter than the fp16 bound the GPU stages get
-        if not chk.passed or chk.rel_fro > 1e-5:
+        # fp32 result: far tighter than the fp16 bound the GPU stages get (aggregate judged only
+        # where there are enough elements for it to mean something, see verify.judge)
+        tight = m * n >= verify.REL_FRO_MIN_ELEMENTS and chk.rel_fro > 1e-5
+        if not chk.passed or tight:
             failures.append(f"{m}x{n}x{k} seed={chk.seed}: rel {chk.rel_fro:.2e} {chk.reason}")
     assert not failures, "\n".join(failures[:20])
 

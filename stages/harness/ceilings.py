@@ -1,7 +1,7 @@
 """The roofs a roofline is drawn against, measured on this GPU (CUDA events, medians):
 
 * HBM bandwidth: a 2 GiB device-to-device copy (bytes read + written), far beyond L2;
-* L2 bandwidth: an 8 MiB copy repeated, so source and destination stay L2-resident;
+* L2 bandwidth: a kernel that reads a 16 MiB buffer (L2-resident) 64 times, 16 bytes a load;
 * fp32 CUDA-core FMA rate: a kernel of independent FFMA chains, nothing else;
 * fp16 tensor-core rate: cuBLAS at 8192^3 (the fastest GEMM we have; a lower bound on the roof).
 
@@ -27,6 +27,19 @@ extern "C" __global__ void ffma_peak(float* out, int iters) {
 #pragma unroll
   for (int c = 0; c < FFMA_CHAINS; ++c) s += v[c];
   out[blockIdx.x * blockDim.x + threadIdx.x] = s;  // keeps the chains alive
+}
+
+// Every thread sums float4s of an L2-resident buffer, grid-stride, `passes` times over.
+extern "C" __global__ void l2_read(const float4* __restrict__ buf, long long n4, int passes, float* out) {
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (int p = 0; p < passes; ++p)
+#pragma unroll 4
+    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
+      const float4 v = __ldcg(buf + i);  // cache in L2 only: measures L2, not L1
+      acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+    }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
 }
 """
 DATASHEET = {"H200": {"hbm_tbps": 4.8, "fp32_tflops": 66.9, "fp16_tensor_tflops": 989.4},
@@ -58,25 +71,20 @@ def measure(reps: int = 10) -> dict:
     out["hbm_copy_tbps"] = 2 * src.nbytes / (ms * 1e-3) / 1e12
     del src, dst
 
-    small = 4 << 20  # 8 MiB each way, 16 MiB together: well inside the 60 MiB L2
-    src, dst = cp.ones(small, dtype=cp.float16), cp.empty(small, dtype=cp.float16)
-    loops = 50
-
-    def l2_copies():
-        for _ in range(loops):
-            cp.copyto(dst, src)
-
-    ms = _events_ms(l2_copies, reps)
-    out["l2_copy_tbps"] = 2 * src.nbytes * loops / (ms * 1e-3) / 1e12
-    del src, dst
-
     chains, iters, threads = 8, 4096, 256
     blocks = dev.sm_count * 8
-    mod = compiler.compile_cubin(FFMA_SRC, "ffma_peak", gpu.compile_arch(dev, gpu.Requirement()),
+    mod = compiler.compile_cubin(FFMA_SRC, "ceilings", gpu.compile_arch(dev, gpu.Requirement()),
                                  {"FFMA_CHAINS": chains})
+    sink = cp.empty(blocks * threads, dtype=cp.float32)
+
+    l2_read = compiler.load_function(mod, "l2_read", dev.id)
+    buf, passes = cp.ones(4 << 20, dtype=cp.float32), 64  # 16 MiB
+    ms = _events_ms(lambda: l2_read((blocks,), (threads,), (buf, np.int64(buf.size // 4), np.int32(passes), sink)), reps)
+    out["l2_read_tbps"] = buf.nbytes * passes / (ms * 1e-3) / 1e12
+    del buf
+
     fn = compiler.load_function(mod, "ffma_peak", dev.id)
-    buf = cp.empty(blocks * threads, dtype=cp.float32)
-    ms = _events_ms(lambda: fn((blocks,), (threads,), (buf, np.int32(iters))), reps)
+    ms = _events_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters))), reps)
     out["fp32_ffma_tflops"] = 2.0 * chains * iters * blocks * threads / (ms * 1e-3) / 1e12
 
     import stages  # noqa: PLC0415
@@ -89,3 +97,12 @@ def measure(reps: int = 10) -> dict:
     t = bench.time_gpu(run, reps=20, warmup=3, flush=bench.L2Flusher(dev.l2_bytes))
     out["fp16_tensor_cublas_tflops"] = bench.tflops(m, m, m, t.median)
     return out
+
+
+def record() -> dict:
+    """Measure and wrap as a results/ record (kind "ceilings")."""
+    from . import records  # noqa: PLC0415
+
+    env = records.environment()
+    return {"schema": records.SCHEMA, "kind": "ceilings", "env": env, "ceilings": measure(),
+            "results": [], "cpu": []}

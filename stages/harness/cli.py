@@ -208,14 +208,11 @@ def cmd_ceilings(args) -> int:
     if not ok:
         print(f"skipped: {why}")
         return 0
-    env = records.environment()
-    data = ceilings.measure()
-    for key, val in data.items():
+    record = ceilings.record()
+    for key, val in record["ceilings"].items():
         print(f"{key:28} {val:.3f}" if isinstance(val, float) else f"{key:28} {val}")
-    record = {"schema": records.SCHEMA, "kind": "ceilings", "env": env, "ceilings": data,
-              "results": [], "cpu": []}
-    path = records.write(record, args.out or records.default_path(env).with_name(
-        records.default_path(env).stem + "-ceilings.json"))
+    default = records.default_path(record["env"])
+    path = records.write(record, args.out or default.with_name(default.stem + "-ceilings.json"))
     print(f"\nrecord: {path}")
     return 0
 

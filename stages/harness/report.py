@@ -17,6 +17,15 @@ def _fmt(x, spec):
     return "–" if x is None else format(x, spec)
 
 
+def _tf(x) -> str:
+    """TFLOP/s: whole numbers from 10 up, two significant digits below (v0's 0.50)."""
+    return "–" if x is None else (f"{x:.0f}" if x >= 10 else f"{x:.2g}")
+
+
+def _ratio(x) -> str:
+    return "–" if x is None else (f"{x:.2f}" if x >= 0.1 else f"{x:.2g}")
+
+
 def stage_table(recs: list[dict]) -> str:
     import stages  # noqa: PLC0415
 
@@ -35,7 +44,7 @@ def stage_table(recs: list[dict]) -> str:
             if hit:
                 e, rec = hit
                 used.add(rec["_path"])
-                cells += [_fmt(e["tflops"], ".0f"), _fmt(e.get("ratio_cublas"), ".2f")]
+                cells += [_tf(e["tflops"]), _ratio(e.get("ratio_cublas"))]
             else:
                 cells += ["–", "–"]
         link = f"[{name}](stages/{name}/)" if name != "cublas" else name
@@ -56,7 +65,7 @@ def stage_measured(name: str, recs: list[dict]) -> str:
     for (_, m, n, k), (e, rec) in sorted(rows, key=lambda r: r[0][1:]):
         out.append(f"| {m}×{n}×{k} | {e['ms_median']:.3f} ({e['ms_p20']:.3f}–{e['ms_p80']:.3f}) | "
                    f"{e['tflops']:.1f} | {_fmt(e.get('pct_peak'), '.1f')} | "
-                   f"{_fmt(e.get('ratio_cublas'), '.3f')} | {e['rel_err']:.1e} | "
+                   f"{_ratio(e.get('ratio_cublas'))} | {e['rel_err']:.1e} | "
                    f"[{Path(rec['_path']).name}](../../{rec['_path']}) |")
     env = rows[-1][1][1]["env"]
     g = env["gpu"]

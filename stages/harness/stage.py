@@ -68,7 +68,15 @@ class KernelStage:
     arguments: Callable | None = None
     # SASS opcodes this stage exists to use (checked by tests through `inspect`).
     expect_sass: tuple[str, ...] = ()
+    # (rows, cols) of C whose operands one unit of the program loads once and shares: a block's
+    # tile for tiled stages, (1, 1) when nothing is shared. The roofline's traffic model.
+    reuse_tile_for: Callable[[dict], tuple[int, int]] | tuple[int, int] = (1, 1)
     kind: str = "gpu"
+
+    @property
+    def reuse_tile(self) -> tuple[int, int]:
+        r = self.reuse_tile_for
+        return r(self.defines) if callable(r) else r
 
     @property
     def constraints(self) -> Constraints:

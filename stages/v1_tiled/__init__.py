@@ -35,5 +35,6 @@ STAGE = KernelStage(
     requires=Requirement(min_cc=(7, 0)),
     constraints_for=constraints,
     defines=CONFIG,
+    reuse_tile_for=lambda c: (c["BM"], c["BN"]),
     expect_sass=("FFMA", "LDS", "STS"),
 )

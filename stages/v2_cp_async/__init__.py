@@ -36,5 +36,6 @@ STAGE = KernelStage(
     requires=Requirement(min_cc=(8, 0)),
     constraints_for=constraints,
     defines=CONFIG,
+    reuse_tile_for=lambda c: (c["BM"], c["BN"]),
     expect_sass=("HMMA", "LDGSTS", "LDSM"),
 )

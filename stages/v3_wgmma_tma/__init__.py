@@ -39,6 +39,7 @@ STAGE = KernelStage(
     requires=Requirement(exact_arch="sm_90a"),
     constraints_for=constraints,
     defines=CONFIG,
+    reuse_tile_for=lambda c: (c["BM"], c["BN"]),
     arguments=arguments,
     expect_sass=("HGMMA", "UTMALDG", "SYNCS"),
 )

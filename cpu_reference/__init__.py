@@ -1,0 +1,5 @@
+"""CPU baseline: a BLIS-style numba GEMM, C = a @ b.T (see gemm.py, README.md)."""
+
+from .gemm import KC, KU, MC, MR, NC, NR, PAD, gemm, simd_report
+
+__all__ = ["gemm", "simd_report", "MR", "NR", "MC", "KC", "NC", "KU", "PAD"]

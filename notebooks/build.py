@@ -1,0 +1,263 @@
+"""Writes the notebooks (without outputs) from the cells below: `python notebooks/build.py`;
+`python notebooks/build.py --figures` re-executes the overview to refresh the README's PNGs.
+
+The committed .ipynb files carry no outputs, so nothing stale is ever committed; tests execute
+every one top to bottom. Stage walkthroughs come from one template, one per registered stage, so
+a new stage gets its walkthrough by adding `why_<stage>` to stages/harness/plots.py and rerunning
+this script.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+SETUP = '''\
+import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from IPython.display import HTML, Markdown, display
+
+import stages
+from stages.harness import bench, gpu, plots, records
+
+# The switch: LIVE = True (or GEMM_STAGES_LIVE=1) on a GPU machine re-measures and writes a new
+# record to results/; otherwise every figure comes from the committed records.
+LIVE = os.environ.get("GEMM_STAGES_LIVE", "0") == "1"
+FIGURES = Path(os.environ.get("GEMM_STAGES_FIGURES", "figures"))
+recs = records.load_all()
+gpu_ok, gpu_why = gpu.available()
+print("GPU here:", "yes" if gpu_ok else f"no ({gpu_why})")
+print("stages:", ", ".join(stages.names()))'''
+
+
+def overview():
+    cells = [
+        new_markdown_cell(
+            "# gemm-stages: overview\n\n"
+            "Where each stage sits against the H200's ceilings, how much each idea adds, and how the "
+            "speed grows with size.\n\n"
+            "**Data.** By default every figure comes from the H200 records committed under `results/` "
+            "(listed at the end). On a GPU machine, set `LIVE = True` (or run with `GEMM_STAGES_LIVE=1`): "
+            "the notebook re-measures every stage, cuBLAS and the ceilings and writes new records, "
+            "which the figures then use. The stage list comes from the registry, so a stage added "
+            "later appears in every figure by itself."),
+        new_code_cell(SETUP),
+        new_code_cell(
+            "if LIVE and gpu_ok:\n"
+            "    from stages.harness import ceilings\n"
+            "    sizes = [(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)]\n"
+            "    rec = bench.run_bench([*stages.names(), 'cublas'], shapes=sizes)\n"
+            "    print('wrote', records.write(rec))\n"
+            "    crec = ceilings.record()\n"
+            "    path = records.default_path(crec['env'])\n"
+            "    print('wrote', records.write(crec, path.with_name(path.stem + '-ceilings.json')))\n"
+            "    recs = records.load_all()\n"
+            "elif LIVE:\n"
+            "    print('LIVE asked for, but', gpu_why, '- using the committed records')\n"
+            "GPU = 'H200' if not (LIVE and gpu_ok) else gpu.current().name.replace('NVIDIA ', '')"),
+        new_markdown_cell(
+            "## The traffic model behind the x axis\n\n"
+            "A block that owns a BM × BN tile of C reads a BM × K strip of A and a BN × K strip of B "
+            "once, so over the whole GEMM A is read N/BN times, B M/BM times, and C written once:\n\n"
+            "bytes = 2 · (M·N·K/BN + M·N·K/BM + M·N)   (fp16: 2 bytes an element)\n\n"
+            "v0 shares nothing between threads: its tile is 1 × 1 and every multiply-add reads two "
+            "operands (0.5 FLOP/byte). Cache hits are not credited: this is what DRAM would serve if "
+            "no cache helped, so a stage can sit *above* the HBM roof when L2 serves its re-reads "
+            "(the grouped block order of v2 and v3 exists to make that happen). cuBLAS's tiles are not "
+            "known; it is placed at the compulsory traffic (A, B, C once each)."),
+        new_code_cell(
+            "rows = ['| stage | idea | reuse tile | FLOP/byte at 4096³ |', '|---|---|---|---|']\n"
+            "for name in [*stages.names(), 'cublas']:\n"
+            "    st = stages.get(name)\n"
+            "    tile = 'compulsory' if name == 'cublas' else '{} × {}'.format(*st.reuse_tile)\n"
+            "    rows.append(f'| {name} | {st.idea} | {tile} | {plots.intensity(st, 4096, 4096, 4096):.1f} |')\n"
+            "display(Markdown('\\n'.join(rows)))"),
+        new_markdown_cell("## Roofline at 4096³"),
+        new_code_cell(
+            "fig, ax = plt.subplots(figsize=(9, 6))\n"
+            "plots.roofline(recs, ax=ax, gpu_substring=GPU)\n"
+            "print('saved', plots.save(fig, 'roofline', FIGURES))\n"
+            "plt.show()"),
+        new_markdown_cell(
+            "Reading it: v0 sits far below even the HBM roof at its 0.5 FLOP/byte: its limit is the "
+            "load instructions themselves (see its walkthrough). v1 has the data reuse to leave memory "
+            "behind and meets the fp32 FMA roof instead. v2 and v3 use the tensor cores; by the "
+            "tiling model they would be memory-bound at 63-84 FLOP/byte, and they run above that "
+            "HBM line because most re-reads of A and B hit L2: the measured L2 roof is the one that "
+            "binds them, and what remains to cuBLAS is instruction issue and latency, not bytes."),
+        new_markdown_cell("## Version over version"),
+        new_code_cell(
+            "fig, ax = plt.subplots(figsize=(9, 4.5))\n"
+            "plots.speedups(recs, ax=ax, gpu_substring=GPU)\n"
+            "print('saved', plots.save(fig, 'speedups', FIGURES))\n"
+            "plt.show()"),
+        new_markdown_cell("## TFLOP/s against size"),
+        new_code_cell(
+            "fig, ax = plt.subplots(figsize=(9, 5))\n"
+            "plots.by_size(recs, ax=ax, gpu_substring=GPU)\n"
+            "print('saved', plots.save(fig, 'sizes', FIGURES))\n"
+            "plt.show()"),
+        new_markdown_cell(
+            "Small problems do not fill 132 SMs: at 256³ a 128 × 128 tiling has 4 blocks, and every "
+            "stage (cuBLAS included) is launch- and latency-bound. From 2048³ on, the tiles fill the "
+            "GPU and the stages separate by their instruction path."),
+        new_code_cell(
+            "print('records used:')\n"
+            "for p in plots.sources(recs, GPU):\n"
+            "    print(' ', p)"),
+    ]
+    return cells
+
+
+def cpu_baseline():
+    return [
+        new_markdown_cell(
+            "# The CPU baseline: a numba GEMM written the BLIS way\n\n"
+            "Everything here runs **live on your CPU**: the packing, the micro-kernel's assembly, and "
+            "the speed against numpy's float32 matmul on the same cores. Set `GEMM_STAGES_CPU_SIZES` "
+            "(e.g. `512,1024,2048`) to time other sizes. The README's CPU table comes from the "
+            "recorded `make bench` run instead (`results/`)."),
+        new_code_cell(
+            "import importlib\n"
+            "import inspect\n"
+            "import os\n"
+            "import platform\n\n"
+            "import matplotlib.pyplot as plt\n"
+            "import numpy as np\n"
+            "from IPython.display import Markdown, display\n\n"
+            "import cpu_reference\n"
+            "g = importlib.import_module('cpu_reference.gemm')  # the module (cpu_reference.gemm is also the function)\n"
+            "from stages.harness import bench, records, report, verify\n\n"
+            "print(records.cpu_name(), os.cpu_count(), 'cores;', platform.python_version())\n"
+            "print({k: getattr(g, k) for k in ('MR', 'NR', 'MC', 'KC', 'NC', 'KU', 'PAD')})"),
+        new_markdown_cell(
+            "## 1. Packing\n\nBlocks of A (MC × KC) and B (NC × KC) are copied into contiguous panels "
+            "so the micro-kernel streams through memory in the order it computes. Both operands "
+            "are K-major (the `a @ b.T` layout), so a panel is MR (or NR) rows laid side by side, "
+            "k by k. The source:"),
+        new_code_cell("print(inspect.getsource(g.pack_panel))"),
+        new_markdown_cell("## 2. The micro-kernel and what its assembly shows"),
+        new_code_cell("print(inspect.getsource(g.micro_kernel))"),
+        new_code_cell(
+            "rep = cpu_reference.simd_report()\n"
+            "for key, val in rep.items():\n"
+            "    if key != 'hot_loop':\n"
+            "        print(f'{key}: {val}')\n"
+            "print('\\n'.join(rep.get('hot_loop', [])[:40]))"),
+        new_markdown_cell("## 3. Correct first"),
+        new_code_cell(
+            "st_cpu = __import__('stages').get('cpu_numba')\n"
+            "for shape in [(1, 1, 1), (17, 129, 3), (129, 1024, 17), (128, 128, 16384)]:\n"
+            "    chk = verify.check(st_cpu, *shape)\n"
+            "    print(shape, 'ok' if chk.passed else 'FAIL', f'rel err {chk.rel_fro:.1e}')"),
+        new_markdown_cell("## 4. Speed against numpy, same cores, same run"),
+        new_code_cell(
+            "sizes = [int(s) for s in os.environ.get('GEMM_STAGES_CPU_SIZES', '256,512,1024').split(',')]\n"
+            "rows = bench._cpu_bench([(s, s, s) for s in sizes], None)\n"
+            "np_rows = [r for r in rows if r['stage'] == 'numpy']\n"
+            "nb_rows = [r for r in rows if r['stage'] == 'cpu_numba']\n"
+            "fig, ax = plt.subplots(figsize=(7, 4))\n"
+            "ax.plot(sizes, [r['gflops'] for r in np_rows], 'o-', label='numpy float32 (OpenBLAS)')\n"
+            "ax.plot(sizes, [r['gflops'] for r in nb_rows], 'o-', label='cpu_reference (numba)')\n"
+            "for r in nb_rows:\n"
+            "    ax.annotate(f\"{r['ratio_numpy']:.2f}x\", (r['m'], r['gflops']), textcoords='offset points', xytext=(4, -12))\n"
+            "ax.set_xscale('log', base=2); ax.set_xlabel('M = N = K'); ax.set_ylabel('GFLOP/s'); ax.legend()\n"
+            "ax.set_title('numba GEMM against numpy on this CPU'); plt.show()"),
+        new_markdown_cell("The recorded run (the 2-core machine of the README):"),
+        new_code_cell("display(Markdown(report.cpu_table(records.load_all())))"),
+    ]
+
+
+def walkthrough(name: str, index: int):
+    import stages  # noqa: PLC0415
+
+    st = stages.get(name)
+    return [
+        new_markdown_cell(
+            f"# {name}: walkthrough\n\n"
+            f"Stage {index} of the climb (builds on {st.previous or 'nothing: the starting point'}). "
+            "The idea and the diff are rendered from the stage's README and kernel sources, the "
+            "`inspect` figures are compiled here (no GPU needed), and the measured numbers come from "
+            "the committed H200 records, or from a fresh run with `LIVE = True` on a GPU machine."),
+        new_code_cell(SETUP + f"\nNAME = {name!r}"),
+        new_code_cell(
+            "st = stages.get(NAME)\n"
+            "if LIVE and st.runnable()[0]:\n"
+            "    rec = bench.run_bench([NAME], shapes=[(4096, 4096, 4096), (8192, 8192, 8192)])\n"
+            "    print('wrote', records.write(rec))\n"
+            "    recs = records.load_all()\n"
+            "elif LIVE:\n"
+            "    print('LIVE asked for, but', st.runnable()[1], '- using the committed records')"),
+        new_markdown_cell("## The idea"),
+        new_code_cell("display(Markdown(plots.idea_markdown(NAME)))"),
+        new_markdown_cell("## The kernel, as a diff from the previous stage"),
+        new_code_cell("display(HTML(plots.kernel_diff_html(NAME)))"),
+        new_markdown_cell("## What the compiler made of it (`python -m stages inspect`)"),
+        new_code_cell(
+            "from stages.harness.inspect import inspect_stage\n"
+            "print(inspect_stage(st, arch='sm_90a').render())"),
+        new_markdown_cell("## Measured"),
+        new_code_cell(
+            "rows = plots.measured_rows(NAME, recs)\n"
+            "lines = ['| shape | ms | TFLOP/s | % fp16 peak | × cuBLAS |', '|---|---|---|---|---|']\n"
+            "for e in rows:\n"
+            "    lines.append(f\"| {e['shape']} | {e['ms_median']:.3f} | {e['tflops']:.1f} | \"\n"
+            "                 f\"{e.get('pct_peak') or 0:.1f} | {e.get('ratio_cublas') or 0:.3f} |\")\n"
+            "display(Markdown('\\n'.join(lines) if rows else 'No measurement recorded yet.'))"),
+        new_markdown_cell("## Why the idea helps"),
+        new_code_cell(
+            f"print(plots.why_{name}.__doc__)\n"
+            "plots.why(NAME, recs)\n"
+            "plt.show()"),
+    ]
+
+
+def write(name: str, cells) -> Path:
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+    path = HERE / name
+    nbformat.write(nb, path)
+    return path
+
+
+def refresh_figures() -> None:
+    """Execute the overview headless: it writes figures/roofline.png, speedups.png, sizes.png
+    (the README shows them) from the committed records. The notebook file is not modified."""
+    import os  # noqa: PLC0415
+
+    import nbclient  # noqa: PLC0415
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ["GEMM_STAGES_FIGURES"] = str(HERE / "figures")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
+    nb = nbformat.read(HERE / "00_overview.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                            resources={"metadata": {"path": str(HERE)}}).execute()
+    for p in sorted((HERE / "figures").glob("*.png")):
+        print("wrote", p.relative_to(HERE.parent))
+
+
+def main() -> None:
+    import stages  # noqa: PLC0415
+
+    if "--figures" in sys.argv:
+        refresh_figures()
+        return
+
+    written = [write("00_overview.ipynb", overview()), write("01_cpu_baseline.ipynb", cpu_baseline())]
+    for i, name in enumerate(stages.names()):
+        written.append(write(f"{10 + i:02d}_{name}.ipynb", walkthrough(name, i)))
+    for p in written:
+        print("wrote", p.relative_to(HERE.parent))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+"""Figures and tables for the notebooks, from the records in results/ (or a live run).
+
+Every function takes the records it plots, so a notebook can pass committed H200 records or a
+record it has just measured; the stage list always comes from the registry, so a stage that lands
+later appears in every figure by itself.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+from pathlib import Path
+
+from . import records, report
+
+STAGE_COLORS = ["#9e9e9e", "#ff9800", "#3f51b5", "#e91e63", "#009688", "#795548", "#673ab7"]
+CUBLAS_COLOR = "#000000"
+
+
+# ---- data ------------------------------------------------------------------------------------
+def latest(recs: list[dict], gpu_substring: str = "H200") -> dict:
+    """(stage, m, n, k) -> entry, newest first, from bench records on a matching GPU."""
+    return {key: e for key, (e, _) in records.latest_results(recs, gpu_substring).items()}
+
+
+def ceilings(recs: list[dict], gpu_substring: str = "H200") -> dict | None:
+    """The newest measured ceilings (HBM, L2, fp32 FMA, cuBLAS) on a matching GPU."""
+    hits = [r for r in recs if r.get("kind") == "ceilings"
+            and gpu_substring in ((r["env"].get("gpu") or {}).get("name") or "")]
+    return hits[-1]["ceilings"] if hits else None
+
+
+def sources(recs: list[dict], gpu_substring: str = "H200") -> list[str]:
+    """The record files the figures use, for the notebook to cite."""
+    used = {rec["_path"] for _, (_, rec) in records.latest_results(recs, gpu_substring).items()}
+    used |= {r["_path"] for r in recs if r.get("kind") == "ceilings"}
+    return sorted(used)
+
+
+def traffic_bytes(stage, m: int, n: int, k: int) -> float:
+    """Global-memory bytes a stage's tiling leaves to the memory system (the roofline model).
+
+    A block that owns a BM x BN tile of C reads BM x K of A and BN x K of B once, so A is read
+    N/BN times in all and B M/BM times; C is written once. v0 shares nothing between threads, so
+    its "tile" is 1 x 1: every multiply-add reads both operands. Hits in L1/L2 are not credited:
+    this is what DRAM would serve if no cache helped. cuBLAS's tiles are unknown, so it is placed
+    at the compulsory traffic: A, B and C once each.
+    """
+    if stage.name == "cublas":
+        return 2.0 * (m * k + n * k + m * n)
+    bm, bn = stage.reuse_tile
+    return 2.0 * (m * n * k / bn + m * n * k / bm + m * n)
+
+
+def intensity(stage, m: int, n: int, k: int) -> float:
+    return 2.0 * m * n * k / traffic_bytes(stage, m, n, k)
+
+
+# ---- overview figures -------------------------------------------------------------------------
+def _stage_list():
+    import stages  # noqa: PLC0415
+
+    return [stages.get(n) for n in stages.names()] + [stages.get("cublas")]
+
+
+def _size_axis(ax, sizes=(256, 512, 1024, 2048, 4096, 8192)):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(sizes), [str(s) for s in sizes])
+    ax.minorticks_off()
+
+
+def _color(i: int, name: str) -> str:
+    return CUBLAS_COLOR if name == "cublas" else STAGE_COLORS[i % len(STAGE_COLORS)]
+
+
+def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring: str = "H200"):
+    """Log-log roofline: HBM (and L2) roofs, fp32 and fp16 flat roofs (datasheet dashed,
+    measured solid), the ridge point, every stage and cuBLAS at `shape`."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+
+    from .bench import FP32_PEAK_TFLOPS, TENSOR_PEAK_TFLOPS  # noqa: PLC0415
+    from .ceilings import DATASHEET  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 6))
+    meas = ceilings(recs, gpu_substring) or {}
+    sheet = meas.get("datasheet") or DATASHEET["H200"]
+    x = np.logspace(-1, 4, 400)
+    hbm, fp32, tensor = sheet["hbm_tbps"], sheet["fp32_tflops"], sheet["fp16_tensor_tflops"]
+    ax.plot(x, np.minimum(x * hbm, tensor), "--", color="#1565c0", lw=1.2,
+            label=f"datasheet: HBM {hbm} TB/s, fp16 tensor {tensor:.0f} TFLOP/s")
+    ax.plot(x, np.minimum(x * hbm, fp32), ":", color="#1565c0", lw=1.2,
+            label=f"datasheet: fp32 FMA {fp32} TFLOP/s")
+    if meas:
+        mh, mt, mf = meas["hbm_copy_tbps"], meas["fp16_tensor_cublas_tflops"], meas["fp32_ffma_tflops"]
+        ax.plot(x, np.minimum(x * mh, mt), "-", color="#c62828", lw=1.6,
+                label=f"measured: HBM copy {mh:.2f} TB/s, cuBLAS {mt:.0f} TFLOP/s")
+        ax.plot(x, np.minimum(x * mh, mf), "-", color="#ef9a9a", lw=1.6,
+                label=f"measured: fp32 FFMA loop {mf:.1f} TFLOP/s")
+        if meas.get("l2_read_tbps"):
+            l2 = meas["l2_read_tbps"]
+            ax.plot(x, np.minimum(x * l2, mt), "-.", color="#6a1b9a", lw=1.0,
+                    label=f"measured: L2 read {l2:.1f} TB/s (re-reads that hit L2)")
+    ridge = tensor / hbm
+    ax.axvline(ridge, color="#90a4ae", lw=0.8)
+    ax.scatter([ridge], [tensor], s=25, color="#1565c0", zorder=4)
+    ax.annotate(f"ridge point: {ridge:.0f} FLOP/B", (ridge, tensor), textcoords="offset points",
+                xytext=(-60, 10), fontsize=8, color="#1565c0")
+    best = latest(recs, gpu_substring)
+    m, n, k = shape
+    for i, st in enumerate(_stage_list()):
+        e = best.get((st.name, m, n, k))
+        if not e:
+            continue
+        ai = intensity(st, m, n, k)
+        ax.scatter([ai], [e["tflops"]], s=60, color=_color(i, st.name), zorder=5,
+                   marker="*" if st.name == "cublas" else "o")
+        value = f"{e['tflops']:.2g}" if e["tflops"] < 10 else f"{e['tflops']:.0f}"
+        offset = {"cublas": (-20, -26), "v2_cp_async": (-92, -4)}.get(st.name, (6, -4))
+        ax.annotate(f"{st.name}\n{value} TFLOP/s", (ai, e["tflops"]), fontsize=8,
+                    textcoords="offset points", xytext=offset)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(0.1, 1e4)
+    ax.set_ylim(0.1, 2000)
+    ax.set_xlabel("arithmetic intensity, FLOP per byte of global traffic the tiling requests")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"Roofline, {gpu_substring}, {m}x{n}x{k} fp16 (fp32 accumulate)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def speedups(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring: str = "H200"):
+    """Bars of TFLOP/s per stage in order (log scale), each annotated with its speedup over the
+    stage before and its ratio to cuBLAS measured in the same run."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 4.5))
+    best = latest(recs, gpu_substring)
+    rows = [(st.name, best.get((st.name, *shape))) for st in _stage_list()]
+    rows = [(name, e) for name, e in rows if e]
+    names = [r[0] for r in rows]
+    vals = [r[1]["tflops"] for r in rows]
+    ax.bar(range(len(rows)), vals, color=[_color(i, n) for i, n in enumerate(names)])
+    prev = None
+    for i, (name, e) in enumerate(rows):
+        label = f"{e['tflops']:.1f}" if e["tflops"] < 10 else f"{e['tflops']:.0f}"
+        if name != "cublas":
+            label += f"\n{e['ratio_cublas']:.3g}x cuBLAS"
+            if prev:
+                label += f"\n{e['tflops'] / prev:.1f}x prev."
+            prev = e["tflops"]
+        ax.annotate(label, (i, e["tflops"]), ha="center", va="bottom", fontsize=8,
+                    textcoords="offset points", xytext=(0, 2))
+    ax.set_xticks(range(len(rows)), names, rotation=0, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(min(vals) / 3, max(vals) * 8)
+    ax.set_ylabel("TFLOP/s (log)")
+    ax.set_title(f"Version over version, {gpu_substring}, {'x'.join(map(str, shape))} fp16")
+    ax.grid(True, axis="y", which="both", alpha=0.25)
+    return ax
+
+
+def by_size(recs: list[dict], ax=None, gpu_substring: str = "H200"):
+    """TFLOP/s against size for the square shapes recorded (256 .. 8192)."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 5))
+    best = latest(recs, gpu_substring)
+    for i, st in enumerate(_stage_list()):
+        pts = sorted((m, e["tflops"]) for (name, m, n, k), e in best.items()
+                     if name == st.name and m == n == k)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=_color(i, st.name),
+                    label=st.name, lw=2 if st.name == "cublas" else 1.4)
+    _size_axis(ax)
+    ax.set_yscale("log")
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"TFLOP/s against size, square fp16 GEMM, {gpu_substring}")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    return ax
+
+
+# ---- walkthrough helpers ---------------------------------------------------------------------
+def idea_markdown(name: str) -> str:
+    """The stage README up to its first level-2 section: the idea, rendered from the source."""
+    import stages  # noqa: PLC0415
+
+    text = (stages.get(name).folder / "README.md").read_text()
+    head = text.split("\n## ", 1)[0]
+    return "\n".join(ln for ln in head.splitlines() if not ln.startswith("<!--"))
+
+
+def kernel_diff_html(name: str, context: int = 2) -> str:
+    """The diff of kernel.cu against the previous stage's, as colored HTML (from the sources)."""
+    import stages  # noqa: PLC0415
+
+    st = stages.get(name)
+    if not st.previous:
+        body = html.escape(st.code())
+        return f"<pre style='font-size:11px'>{body}</pre>"
+    prev = stages.get(st.previous)
+    lines = difflib.unified_diff(prev.code().splitlines(), st.code().splitlines(),
+                                 f"{prev.name}/kernel.cu", f"{name}/kernel.cu", lineterm="", n=context)
+    out = []
+    for ln in lines:
+        color = "#e6ffed" if ln.startswith("+") else "#ffeef0" if ln.startswith("-") else (
+            "#f1f8ff" if ln.startswith("@@") else "transparent")
+        out.append(f"<span style='background:{color}'>{html.escape(ln)}</span>")
+    summary = html.escape(report.diff_summary(name).replace("`", ""))
+    return f"<p>{summary}</p><pre style='font-size:11px;line-height:1.25'>" + "\n".join(out) + "</pre>"
+
+
+def measured_rows(name: str, recs: list[dict], gpu_substring: str = "H200") -> list[dict]:
+    best = latest(recs, gpu_substring)
+    return [dict(e, shape=f"{m}x{n}x{k}") for (s, m, n, k), e in sorted(best.items(), key=lambda kv: kv[0][1:])
+            if s == name]
+
+
+def save(fig, name: str, folder: str | Path) -> Path:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    return path
+
+
+# ---- one plot per stage: why its idea helps ------------------------------------------------
+def why_v0_naive(recs: list[dict], ax=None, gpu_substring: str = "H200"):
+    """v0's time is set by load instructions: 32 scattered sectors per warp-wide load of B, one
+    sector per cycle per SM. The model (M*N*K/32 loads x 32 cycles / SMs / clock) against the
+    measured time, at every recorded size."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.5))
+    best = latest(recs, gpu_substring)
+    pts = sorted((m, e["ms_median"]) for (s, m, n, k), e in best.items() if s == "v0_naive" and m == n == k)
+    rec = next((r for r in reversed(recs) if (r["env"].get("gpu") or {}).get("name", "").find(gpu_substring) >= 0), None)
+    g = (rec or {}).get("env", {}).get("gpu") or {}
+    sms, mhz = g.get("sm_count", 132), float(g.get("sm_clock_max_mhz") or 1980)
+    sizes = [p[0] for p in pts]
+    model = [s**3 / 32 * 32 / sms / (mhz * 1e6) * 1e3 for s in sizes]
+    ax.plot(sizes, [p[1] for p in pts], "o-", label="v0_naive measured", color=STAGE_COLORS[0])
+    ax.plot(sizes, model, "--", label=f"model: 32 cycles per warp-wide B load, {sms} SMs at {mhz:.0f} MHz",
+            color="#c62828")
+    _size_axis(ax, sizes)
+    ax.set_yscale("log")
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("ms")
+    ax.set_title("v0: the load instructions predict the time")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def why_v1_tiled(recs: list[dict], ax=None, gpu_substring: str = "H200"):
+    """Tiling raises the FLOP per byte requested 126x; the speed then meets the fp32 FMA roof."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    import stages  # noqa: PLC0415
+
+    if ax is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 4))
+    else:
+        axes = ax
+    best = latest(recs, gpu_substring)
+    names = ["v0_naive", "v1_tiled"]
+    ai = [intensity(stages.get(n), 4096, 4096, 4096) for n in names]
+    tf = [(best.get((n, 4096, 4096, 4096)) or {}).get("tflops", 0) for n in names]
+    axes[0].bar(names, ai, color=STAGE_COLORS[:2])
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("FLOP per byte requested (4096^3)")
+    axes[0].set_title("data reuse from the tiling")
+    for i, v in enumerate(ai):
+        axes[0].annotate(f"{v:.1f}", (i, v), ha="center", va="bottom")
+    axes[1].bar(names, tf, color=STAGE_COLORS[:2])
+    meas = ceilings(recs, gpu_substring) or {}
+    axes[1].axhline(66.9, ls="--", color="#1565c0", label="fp32 FMA datasheet 66.9")
+    if meas:
+        axes[1].axhline(meas["fp32_ffma_tflops"], color="#c62828",
+                        label=f"fp32 FFMA loop, measured {meas['fp32_ffma_tflops']:.1f}")
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("TFLOP/s (4096^3)")
+    axes[1].set_title("speed against the CUDA-core roof")
+    axes[1].legend(fontsize=8)
+    for i, v in enumerate(tf):
+        axes[1].annotate(f"{v:.1f}", (i, v), ha="center", va="bottom")
+    return axes
+
+
+def _tuning_bars(name: str, ax, title: str):
+    """Bars of every tuning variant of `name` recorded under results/tuning/."""
+    recs = records.load_all(records.RESULTS / "tuning")
+    rows = []
+    for rec in recs:
+        for e in rec.get("results", []):
+            if e.get("status") == "ok" and e["stage"].startswith(name + "["):
+                rows.append((e["stage"][len(name):], f"{e['m']}^3" if e["m"] == e["n"] == e["k"] else
+                             f"{e['m']}x{e['n']}x{e['k']}", e["tflops"], e.get("ratio_cublas")))
+    shapes = sorted({r[1] for r in rows}, key=lambda s: int(s.split("^")[0].split("x")[0]))
+    variants = list(dict.fromkeys(r[0] for r in rows))
+    width = 0.8 / max(len(shapes), 1)
+    for j, shape in enumerate(shapes):
+        vals = {r[0]: r[2] for r in rows if r[1] == shape}
+        ax.bar([i + j * width for i in range(len(variants))], [vals.get(v, 0) for v in variants],
+               width=width, label=shape, color=STAGE_COLORS[(j + 2) % len(STAGE_COLORS)])
+    ax.set_xticks([i + width * (len(shapes) - 1) / 2 for i in range(len(variants))], variants,
+                  rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.25)
+    return ax
+
+
+def why_v2_cp_async(recs: list[dict], ax=None, gpu_substring: str = "H200"):
+    """Pipeline depth and tile shape: every variant of the tuning sweep, two sizes."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 4.5))
+    return _tuning_bars("v2_cp_async", ax, "v2 variants: stages in flight, tile width, warp tile")
+
+
+def why_v3_wgmma_tma(recs: list[dict], ax=None, gpu_substring: str = "H200"):
+    """The Hopper path against v2 across sizes: the gap opens as the GEMM fills the GPU."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.5))
+    best = latest(recs, gpu_substring)
+    for i, name in ((2, "v2_cp_async"), (3, "v3_wgmma_tma"), (None, "cublas")):
+        pts = sorted((m, e["tflops"]) for (s, m, n, k), e in best.items() if s == name and m == n == k)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name,
+                color=CUBLAS_COLOR if i is None else STAGE_COLORS[i])
+    _size_axis(ax)
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("mma.sync + cp.async (v2) against wgmma + TMA (v3)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def why(name: str, recs: list[dict], gpu_substring: str = "H200"):
+    """The walkthrough's plot for stage `name` (each stage registers one here)."""
+    fn = globals().get(f"why_{name}")
+    if fn is None:
+        raise KeyError(f"no walkthrough plot for {name}: add why_{name} to stages/harness/plots.py")
+    return fn(recs, gpu_substring=gpu_substring)
