@@ -2,7 +2,7 @@
 # One call on the lent H200 (see README "Running on a GPU machine"): tests, the correctness sweep,
 # the benchmark and tuning sweeps, each step time-limited so a hung kernel cannot eat the lease.
 # Usage there:  GEMM_STAGES_COMMIT=<sha> bash scripts/h200_session.sh STEP...   (default: all)
-# Steps: env inspect tests verify verify-v3 bench tune ceilings sizes sanitize.  Logs and JSON records go to $OUT (max 8 files).
+# Steps: env inspect tests alltests verify verify-v3 bench tune ceilings sizes sanitize.  Logs and JSON records go to $OUT (max 8 files).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -28,6 +28,8 @@ for step in $steps; do
       run inspect 180 python3 -m stages inspect ;;
     tests)
       run tests 420 python3 -m pytest -q -p no:cacheprovider -m "gpu or hopper" tests/ ;;
+    alltests)  # the whole suite, CPU tests too (notebook tests skip where nbclient is missing)
+      run alltests 540 python3 -m pytest -q -p no:cacheprovider -rs tests/ ;;
     verify)
       run verify 420 python3 -m stages verify $GPU_STAGES cublas ;;
     verify-v3)
