@@ -223,6 +223,8 @@ def walkthrough(name: str, index: int):
 
 
 def write(name: str, cells) -> Path:
+    for i, cell in enumerate(cells):
+        cell.id = f"cell-{i:02d}"  # stable ids: rebuilding leaves an unchanged notebook unchanged
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"}})
