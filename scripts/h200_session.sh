@@ -2,7 +2,7 @@
 # One call on the lent H200 (see README "Running on a GPU machine"): tests, the correctness sweep,
 # the benchmark and tuning sweeps, each step time-limited so a hung kernel cannot eat the lease.
 # Usage there:  GEMM_STAGES_COMMIT=<sha> bash scripts/h200_session.sh STEP...   (default: all)
-# Steps: env inspect tests alltests verify verify-v3 bench tune ceilings sizes sanitize.  Logs and JSON records go to $OUT (max 8 files).
+# Steps: env inspect tests alltests verify verify-v3 bench tune ceilings sizes notebooks-live sanitize.  Logs and JSON records go to $OUT (max 8 files).
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/h200-out}
@@ -46,6 +46,9 @@ for step in $steps; do
       run sizes 540 python3 -m stages bench $GPU_STAGES cublas \
         --shape 256x256x256 --shape 512x512x512 --shape 1024x1024x1024 --shape 2048x2048x2048 \
         --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/sizes.json" ;;
+    notebooks-live)  # every notebook's code with LIVE=1: re-measures, writes records to results/
+      run notebooks-live 540 env GEMM_STAGES_LIVE=1 GEMM_STAGES_FIGURES=/tmp/live-figures python3 scripts/run_notebook_code.py notebooks/*.ipynb
+      git status --porcelain results 2>/dev/null; ls -t results/*.json | head -6 | while read f; do cp "$f" "$OUT/"; done ;;
     sanitize)
       run memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py
       run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v1_tiled v2_cp_async ;;

@@ -248,10 +248,10 @@ def _cpu_bench(shapes, bar) -> list[dict]:
             fn()  # warm-up (and numba's compile, from its cache after the first process)
         # Alternate blocks of calls, a pause before each, so a transient (spinning BLAS threads,
         # a noisy neighbour on a shared host) lands on both sides instead of one.
+        if bar:
+            bar.set_description_str(f"numpy and cpu_numba {m}x{n}x{k} (CPU)")
         for _ in range(rounds):
             for name, fn in fns.items():
-                if bar:
-                    bar.set_description_str(f"{name} {m}x{n}x{k} (CPU)")
                 time.sleep(0.2)
                 samples[name] += time_cpu(fn, reps=per_round, warmup=0).ms
         timings = {name: Timing(ms) for name, ms in samples.items()}
