@@ -5,27 +5,33 @@ Exits non-zero on the first failing cell, printing which."""
 import json
 import os
 import sys
-import types
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+IMPORT = "from IPython.display import HTML, Markdown, display"
 try:
     import IPython.display  # noqa: F401
-except ImportError:  # a stand-in with the three names the notebooks use
-    mod = types.ModuleType("IPython.display")
-    mod.display = lambda *objs: [print(getattr(o, "data", o)) for o in objs]
-    mod.Markdown = mod.HTML = type("Text", (), {"__init__": lambda self, data: setattr(self, "data", data)})
-    sys.modules["IPython"] = types.ModuleType("IPython")
-    sys.modules["IPython.display"] = mod
+
+    STANDIN = None
+except ImportError:  # the three names the notebooks use, as plain-text stand-ins; no fake
+    # IPython module, which matplotlib would then try to talk to
+    class Text:
+        def __init__(self, data):
+            self.data = data
+
+    STANDIN = {"display": lambda *objs: [print(getattr(o, "data", o)) for o in objs],
+               "Markdown": Text, "HTML": Text}
 
 status = 0
 for path in map(Path, sys.argv[1:]):
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     here = os.getcwd()
     os.chdir(path.parent)
-    ns = {"__name__": "__main__"}
+    ns = {"__name__": "__main__", **(STANDIN or {})}
     for i, cell in enumerate(cells):
         src = "".join(cell["source"])
+        if STANDIN is not None:
+            src = src.replace(IMPORT, "")
         try:
             exec(compile(src, f"{path.name}[cell {i}]", "exec"), ns)
         except Exception as exc:  # noqa: BLE001
