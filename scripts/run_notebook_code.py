@@ -4,11 +4,12 @@ H200 image has no nbclient/ipykernel). Figures go to a non-interactive backend; 
 Exits non-zero on the first failing cell, printing which."""
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-IMPORT = "from IPython.display import HTML, Markdown, display"
+IMPORT = re.compile(r"^from IPython\.display import .*$", re.M)
 try:
     import IPython.display  # noqa: F401
 
@@ -31,7 +32,7 @@ for path in map(Path, sys.argv[1:]):
     for i, cell in enumerate(cells):
         src = "".join(cell["source"])
         if STANDIN is not None:
-            src = src.replace(IMPORT, "")
+            src = IMPORT.sub("", src)
         try:
             exec(compile(src, f"{path.name}[cell {i}]", "exec"), ns)
         except Exception as exc:  # noqa: BLE001
