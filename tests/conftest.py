@@ -40,3 +40,18 @@ def pytest_collection_modifyitems(config, items):
             hopper_why = hopper_why or _hopper_reason() or ""
             if hopper_why:
                 item.add_marker(pytest.mark.skip(reason=hopper_why))
+
+
+@pytest.fixture
+def runnable():
+    """runnable(name) -> the stage, or a skip that says why this machine cannot run it."""
+    import stages
+
+    def get(name):
+        st = stages.get(name)
+        ok, why = st.runnable()
+        if not ok:
+            pytest.skip(why)
+        return st
+
+    return get

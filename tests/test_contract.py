@@ -160,13 +160,6 @@ def test_cli_turns_unsupported_devices_into_one_line(monkeypatch, capsys):
 GPU_STAGES = [*stages.names(), "cublas"]
 
 
-def _runnable(name):
-    st = stages.get(name)
-    ok, why = st.runnable()
-    if not ok:
-        pytest.skip(why)
-    return st
-
 
 def _operands(st, cp):
     c = st.constraints
@@ -178,10 +171,10 @@ def _operands(st, cp):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_STAGES)
-def test_real_arrays_break_each_rule(name):
+def test_real_arrays_break_each_rule(name, runnable):
     import cupy as cp
 
-    st = _runnable(name)
+    st = runnable(name)
     a, b = _operands(st, cp)
     with pytest.raises(TypeError, match="float16"):
         st.gemm(a.astype(cp.float32), b)
@@ -212,13 +205,13 @@ def test_real_arrays_break_each_rule(name):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_STAGES)
-def test_torch_tensors_are_taken_zero_copy(name):
+def test_torch_tensors_are_taken_zero_copy(name, runnable):
     import cupy as cp
 
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA here")
-    st = _runnable(name)
+    st = runnable(name)
     a, b = _operands(st, cp)
     ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
     assert ta.data_ptr() == a.data.ptr, "torch.as_tensor on a CuPy array shares memory"
@@ -233,13 +226,13 @@ def test_torch_tensors_are_taken_zero_copy(name):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", stages.names())
-def test_a_failed_launch_raises(name):
+def test_a_failed_launch_raises(name, runnable):
     """A launch the driver refuses must surface as an exception, never as an unwritten result."""
     import cupy as cp
 
     from stages.harness.stage import Launch
 
-    st = _runnable(name)
+    st = runnable(name)
     broken = dataclasses.replace(st, geometry=lambda m, n, k, c: Launch((1, 1, 1), (4096, 1, 1)))
     a, b = _operands(st, cp)
     with pytest.raises(Exception) as info:

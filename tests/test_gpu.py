@@ -11,13 +11,6 @@ from stages.harness import bench, verify
 GPU_STAGES = [*stages.names(), "cublas"]
 
 
-def _runnable(name):
-    st = stages.get(name)
-    ok, why = st.runnable()
-    if not ok:
-        pytest.skip(why)
-    return st
-
 
 def _sweep(st, shapes, repeat=1):
     failures = []
@@ -31,8 +24,8 @@ def _sweep(st, shapes, repeat=1):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_STAGES)
-def test_quick_checklist(name):
-    st = _runnable(name)
+def test_quick_checklist(name, runnable):
+    st = runnable(name)
     failures = _sweep(st, verify.checklist_shapes(st.constraints, quick=True))
     assert not failures, "\n".join(failures[:20])
 
@@ -40,19 +33,19 @@ def test_quick_checklist(name):
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.parametrize("name", GPU_STAGES)
-def test_full_checklist(name):
-    st = _runnable(name)
+def test_full_checklist(name, runnable):
+    st = runnable(name)
     failures = _sweep(st, verify.checklist_shapes(st.constraints))
     assert not failures, "\n".join(failures[:20])
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_STAGES)
-def test_new_inputs_in_a_row_are_each_right(name):
+def test_new_inputs_in_a_row_are_each_right(name, runnable):
     """Same shapes, different arrays back to back: nothing cached may leak from the first call."""
     import cupy as cp
 
-    st = _runnable(name)
+    st = runnable(name)
     c = st.constraints
     m, n, k = 2 * c.m_multiple, c.n_multiple, 4 * max(c.k_multiple, 16)
     for seed in (1, 2, 3):
@@ -66,12 +59,12 @@ def test_new_inputs_in_a_row_are_each_right(name):
 
 
 @pytest.mark.hopper
-def test_tensor_maps_are_cached_per_array():
+def test_tensor_maps_are_cached_per_array(runnable):
     import cupy as cp
 
     from stages.harness import tma
 
-    st = _runnable("v3_wgmma_tma")
+    st = runnable("v3_wgmma_tma")
     a, b = verify.random_operands(256, 256, 128, 5, cp)
     st.gemm(a, b)
     before = dict(tma.stats)
@@ -83,16 +76,16 @@ def test_tensor_maps_are_cached_per_array():
 
 
 @pytest.mark.hopper
-def test_v3_is_stable_across_repeats():
+def test_v3_is_stable_across_repeats(runnable):
     """A moving error is a race: the same shapes, fresh inputs, many times."""
-    st = _runnable("v3_wgmma_tma")
+    st = runnable("v3_wgmma_tma")
     failures = _sweep(st, [(256, 256, 1024), (1024, 512, 4096), (128, 256, 64)], repeat=10)
     assert not failures, "\n".join(failures[:20])
 
 
 @pytest.mark.gpu
-def test_bench_records_ratio_to_cublas():
-    _runnable("v0_naive")
+def test_bench_records_ratio_to_cublas(runnable):
+    runnable("v0_naive")
     rec = bench.run_bench(["v0_naive"], shapes=[(512, 512, 512)], reps=3, warmup=1, progress=False)
     rows = {e["stage"]: e for e in rec["results"]}
     assert rows["cublas"]["ratio_cublas"] == pytest.approx(1.0)

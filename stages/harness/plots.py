@@ -62,10 +62,22 @@ def _stage_list():
     return [stages.get(n) for n in stages.names()] + [stages.get("cublas")]
 
 
-def _size_axis(ax, sizes=(256, 512, 1024, 2048, 4096, 8192)):
+def _size_axis(ax, ylabel: str, title: str, sizes=(256, 512, 1024, 2048, 4096, 8192)):
+    """Log2 x axis of square sizes with plain tick labels, labels, grid and legend."""
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(sizes), [str(s) for s in sizes])
     ax.minorticks_off()
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
+
+
+def _square_series(best: dict, name: str, field: str = "tflops") -> tuple[list, list]:
+    """(sizes, values) of stage `name` over the square shapes in `best`, by size."""
+    pts = sorted((m, e[field]) for (s, m, n, k), e in best.items() if s == name and m == n == k)
+    return [p[0] for p in pts], [p[1] for p in pts]
 
 
 def _color(i: int, name: str) -> str:
@@ -171,18 +183,12 @@ def by_size(recs: list[dict], ax=None, gpu_substring: str = "H200"):
         _, ax = plt.subplots(figsize=(9, 5))
     best = latest(recs, gpu_substring)
     for i, st in enumerate(_stage_list()):
-        pts = sorted((m, e["tflops"]) for (name, m, n, k), e in best.items()
-                     if name == st.name and m == n == k)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=_color(i, st.name),
-                    label=st.name, lw=2 if st.name == "cublas" else 1.4)
-    _size_axis(ax)
+        sizes, tf = _square_series(best, st.name)
+        if sizes:
+            ax.plot(sizes, tf, "o-", color=_color(i, st.name), label=st.name,
+                    lw=2 if st.name == "cublas" else 1.4)
     ax.set_yscale("log")
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"TFLOP/s against size, square fp16 GEMM, {gpu_substring}")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8)
+    _size_axis(ax, "TFLOP/s", f"TFLOP/s against size, square fp16 GEMM, {gpu_substring}")
     return ax
 
 
@@ -240,22 +246,16 @@ def why_v0_naive(recs: list[dict], ax=None, gpu_substring: str = "H200"):
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4.5))
     best = latest(recs, gpu_substring)
-    pts = sorted((m, e["ms_median"]) for (s, m, n, k), e in best.items() if s == "v0_naive" and m == n == k)
+    sizes, ms = _square_series(best, "v0_naive", "ms_median")
     rec = next((r for r in reversed(recs) if (r["env"].get("gpu") or {}).get("name", "").find(gpu_substring) >= 0), None)
     g = (rec or {}).get("env", {}).get("gpu") or {}
     sms, mhz = g.get("sm_count", 132), float(g.get("sm_clock_max_mhz") or 1980)
-    sizes = [p[0] for p in pts]
     model = [s**3 / 32 * 32 / sms / (mhz * 1e6) * 1e3 for s in sizes]
-    ax.plot(sizes, [p[1] for p in pts], "o-", label="v0_naive measured", color=STAGE_COLORS[0])
+    ax.plot(sizes, ms, "o-", label="v0_naive measured", color=STAGE_COLORS[0])
     ax.plot(sizes, model, "--", label=f"model: 32 cycles per warp-wide B load, {sms} SMs at {mhz:.0f} MHz",
             color="#c62828")
-    _size_axis(ax, sizes)
     ax.set_yscale("log")
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("ms")
-    ax.set_title("v0: the load instructions predict the time")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8)
+    _size_axis(ax, "ms", "v0: the load instructions predict the time", sizes)
     return ax
 
 
@@ -336,15 +336,9 @@ def why_v3_wgmma_tma(recs: list[dict], ax=None, gpu_substring: str = "H200"):
         _, ax = plt.subplots(figsize=(8, 4.5))
     best = latest(recs, gpu_substring)
     for i, name in ((2, "v2_cp_async"), (3, "v3_wgmma_tma"), (None, "cublas")):
-        pts = sorted((m, e["tflops"]) for (s, m, n, k), e in best.items() if s == name and m == n == k)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name,
+        ax.plot(*_square_series(best, name), "o-", label=name,
                 color=CUBLAS_COLOR if i is None else STAGE_COLORS[i])
-    _size_axis(ax)
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title("mma.sync + cp.async (v2) against wgmma + TMA (v3)")
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8)
+    _size_axis(ax, "TFLOP/s", "mma.sync + cp.async (v2) against wgmma + TMA (v3)")
     return ax
 
 
