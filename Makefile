@@ -46,7 +46,7 @@ figures: $(STAMP)        ## re-run the overview headless: notebooks/figures/*.pn
 
 lab: $(STAMP)            ## JupyterLab with the project importable
 	$(PY) -m pip install -q -e ".[$(CUDA),test,lab]"
-	cd notebooks && ../$(PY) -m jupyter lab
+	cd notebooks && ../$(PY) -m jupyter lab $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
