@@ -21,6 +21,7 @@ from . import gpu
 TENSOR_PEAK_TFLOPS = {"H200": 989.4, "H100 80GB HBM3": 989.4, "H100 SXM": 989.4, "H100 NVL": 835.0,
                       "H100 PCIe": 756.0, "GH200": 989.4, "A100": 312.0, "L40S": 362.1, "L4": 121.0}
 FP32_PEAK_TFLOPS = {"H200": 66.9, "H100 80GB HBM3": 66.9, "H100 SXM": 66.9, "A100": 19.5}
+HBM_TBPS = {"H200": 4.8, "H100 80GB HBM3": 3.35, "H100 SXM": 3.35, "A100": 2.0}
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
@@ -32,6 +33,12 @@ def peak_for(gpu_name: str, table=TENSOR_PEAK_TFLOPS) -> float | None:
     """Datasheet peak for a GPU name (longest matching key), or None when unknown."""
     hits = [key for key in table if key in gpu_name]
     return table[max(hits, key=len)] if hits else None
+
+
+def datasheet(gpu_name: str) -> dict:
+    """The three datasheet roofs of a GPU (None where unknown), as the ceilings record stores them."""
+    return {"hbm_tbps": peak_for(gpu_name, HBM_TBPS), "fp32_tflops": peak_for(gpu_name, FP32_PEAK_TFLOPS),
+            "fp16_tensor_tflops": peak_for(gpu_name)}
 
 
 @dataclass

@@ -42,32 +42,19 @@ extern "C" __global__ void l2_read(const float4* __restrict__ buf, long long n4,
   out[blockIdx.x * blockDim.x + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
 }
 """
-DATASHEET = {"H200": {"hbm_tbps": 4.8, "fp32_tflops": 66.9, "fp16_tensor_tflops": 989.4},
-             "H100": {"hbm_tbps": 3.35, "fp32_tflops": 66.9, "fp16_tensor_tflops": 989.4}}
-
-
-def _events_ms(fn, reps: int) -> float:
-    cp = gpu.cupy()
-    fn()
-    samples = []
-    for _ in range(reps):
-        s, e = cp.cuda.Event(), cp.cuda.Event()
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(s, e))
-    return float(np.median(samples))
 
 
 def measure(reps: int = 10) -> dict:
     cp = gpu.cupy()
     dev = gpu.current()
-    out = {"gpu": dev.name, "datasheet": next((v for k, v in DATASHEET.items() if k in dev.name), None)}
+    out = {"gpu": dev.name, "datasheet": bench.datasheet(dev.name)}
+
+    def median_ms(fn):  # events around each call, no L2 flush: these kernels set their own traffic
+        return bench.time_gpu(fn, reps=reps, warmup=1).median
 
     n = 1 << 30  # 2 GiB of fp16 each way
     src, dst = cp.ones(n, dtype=cp.float16), cp.empty(n, dtype=cp.float16)
-    ms = _events_ms(lambda: cp.copyto(dst, src), reps)
+    ms = median_ms(lambda: cp.copyto(dst, src))
     out["hbm_copy_tbps"] = 2 * src.nbytes / (ms * 1e-3) / 1e12
     del src, dst
 
@@ -79,12 +66,12 @@ def measure(reps: int = 10) -> dict:
 
     l2_read = compiler.load_function(mod, "l2_read", dev.id)
     buf, passes = cp.ones(4 << 20, dtype=cp.float32), 64  # 16 MiB
-    ms = _events_ms(lambda: l2_read((blocks,), (threads,), (buf, np.int64(buf.size // 4), np.int32(passes), sink)), reps)
+    ms = median_ms(lambda: l2_read((blocks,), (threads,), (buf, np.int64(buf.size // 4), np.int32(passes), sink)))
     out["l2_read_tbps"] = buf.nbytes * passes / (ms * 1e-3) / 1e12
     del buf
 
     fn = compiler.load_function(mod, "ffma_peak", dev.id)
-    ms = _events_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters))), reps)
+    ms = median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters))))
     out["fp32_ffma_tflops"] = 2.0 * chains * iters * blocks * threads / (ms * 1e-3) / 1e12
 
     import stages  # noqa: PLC0415

@@ -90,13 +90,12 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
     import matplotlib.pyplot as plt  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
 
-    from .bench import FP32_PEAK_TFLOPS, TENSOR_PEAK_TFLOPS  # noqa: PLC0415
-    from .ceilings import DATASHEET  # noqa: PLC0415
+    from .bench import datasheet  # noqa: PLC0415
 
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 6))
     meas = ceilings(recs, gpu_substring) or {}
-    sheet = meas.get("datasheet") or DATASHEET["H200"]
+    sheet = meas.get("datasheet") or datasheet(gpu_substring)
     x = np.logspace(-1, 4, 400)
     hbm, fp32, tensor = sheet["hbm_tbps"], sheet["fp32_tflops"], sheet["fp16_tensor_tflops"]
     ax.plot(x, np.minimum(x * hbm, tensor), "--", color="#1565c0", lw=1.2,
@@ -280,8 +279,11 @@ def why_v1_tiled(recs: list[dict], ax=None, gpu_substring: str = "H200"):
     for i, v in enumerate(ai):
         axes[0].annotate(f"{v:.1f}", (i, v), ha="center", va="bottom")
     axes[1].bar(names, tf, color=STAGE_COLORS[:2])
+    from .bench import datasheet  # noqa: PLC0415
+
     meas = ceilings(recs, gpu_substring) or {}
-    axes[1].axhline(66.9, ls="--", color="#1565c0", label="fp32 FMA datasheet 66.9")
+    fp32 = (meas.get("datasheet") or datasheet(gpu_substring))["fp32_tflops"]
+    axes[1].axhline(fp32, ls="--", color="#1565c0", label=f"fp32 FMA datasheet {fp32}")
     if meas:
         axes[1].axhline(meas["fp32_ffma_tflops"], color="#c62828",
                         label=f"fp32 FFMA loop, measured {meas['fp32_ffma_tflops']:.1f}")
