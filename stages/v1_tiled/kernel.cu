@@ -26,7 +26,9 @@
 // A[block_m + r][k0 .. k0+BK) as fp32, padded to LDS floats. Banks: the compute loop's 16-byte
 // loads of B hit rows r..r+7 at one column in each quarter-warp. With LDS = BK + 4 and LDS / 4
 // odd (20 for BK = 16), row r starts on 4-bank group (r * LDS / 4) % 8: eight rows, eight
-// different groups, all 32 banks once.
+// different groups, all 32 banks once. The padding is chosen for those loads: store_tile's
+// 16-byte stores (two rows per quarter-warp) have 2-way conflicts, 4 STS.128 per tile against
+// the compute loop's 64 conflict-free LDS.128.
 
 __device__ __forceinline__ void load_tile(uint4 (&a_reg)[A_LOADS], uint4 (&b_reg)[B_LOADS],
                                           const __half* A, const __half* B, int K,

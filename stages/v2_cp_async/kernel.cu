@@ -4,8 +4,10 @@
 // Changed:    the math moves from CUDA-core FFMA to tensor-core mma.sync.m16n8k16 (fp16 in,
 //             fp32 accumulate), each warp owning a WM x WN tile of C as mma fragments. Tiles
 //             stay fp16 in shared memory and reach the tensor cores through ldmatrix. Global ->
-//             shared copies become cp.async (16 bytes, no registers, no thread waiting), STAGES
-//             tiles in flight, tracked with commit/wait groups. Shared rows are 128 bytes with
+//             shared copies become cp.async (16 bytes, no registers, no thread waiting) into a
+//             ring of STAGES buffers: loads run at most STAGES-1 tiles ahead of the math, since a
+//             buffer is refilled only after every warp has finished the tile it held; tracked
+//             with commit/wait groups. Shared rows are 128 bytes with
 //             their 16-byte chunks XOR-swizzled by row, so ldmatrix and cp.async are free of bank
 //             conflicts. Blocks walk C in groups of GROUP_M tile-rows so neighbours share L2.
 // Bottleneck: v1's CUDA-core FMA roof (~67 TFLOP/s). One mma.sync does 4096 FLOP; the K loop

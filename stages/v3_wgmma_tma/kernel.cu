@@ -9,7 +9,9 @@
 //             math: each warpgroup (4 warps) issues wgmma.mma_async m64nBNk16, operands read
 //             from shared memory through 64-bit matrix descriptors (no ldmatrix, no fragments
 //             in registers), accumulators in registers; fence / commit_group / wait_group.
-//             pipeline: STAGES tiles in flight; a "full" mbarrier per stage (TMA -> math) and an
+//             pipeline: a ring of STAGES buffers, loads at most STAGES-1 tiles ahead of the math
+//             (a buffer is refilled only after all warps released the tile it held; only the
+//             prologue issues STAGES at once); a "full" mbarrier per stage (TMA -> math) and an
 //             "empty" one (math -> TMA) replace cp.async groups and __syncthreads.
 // Bottleneck: v2's instruction path. mma.sync moves every operand through registers with
 //             ldmatrix (LDSM) and issues per warp; wgmma reads shared memory directly for a whole
