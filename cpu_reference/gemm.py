@@ -10,7 +10,7 @@ float32.
 
 How the code is laid out (read it top to bottom, each step is one function):
 
-    gemm()                      checks the inputs, allocates buffers, calls
+    gemm()                      checks the inputs, gets buffers, calls
       _gemm_blocked()           the three cache-blocking loops (jc, pc, ic)
         pack_b_block()            copy a NC x KC block of B into panels
         pack_a_block()            copy a MC x KC block of A into panels
@@ -32,10 +32,8 @@ The speed comes from three ideas, from the inside out:
 See README.md in this folder for diagrams and the measured numbers.
 """
 
-import functools
-import re
+import threading
 
-import llvmlite.binding as llvm
 import numba
 import numpy as np
 from numba import njit, prange
@@ -49,7 +47,7 @@ from numba.extending import overload
 #
 # MR, NR, KU and PAD are compile-time constants of the numba code: change
 # them by editing this file (numba's cache notices the edit and recompiles).
-# MC, KC and NC are only read by _block_sizes() at call time, so they can
+# MC, KC, NC and SERIAL_MAX_MACS are only read at call time, so they can
 # also be changed at run time for experiments, without recompiling.
 #
 # MR x NR = 4 x 6: register tile. Its 24 accumulators, plus the 4 A vectors
@@ -92,6 +90,17 @@ KU = 16
 #     same set of the 8-way L1 and alias each other in the load/store unit;
 #     the pad staggers them. Measured: +12% at 1024^3 (with KC = 1024).
 PAD = 16
+# SERIAL_MAX_MACS = 128^3: problems of at most this many multiply-adds
+#     (M * N * K) run on the calling thread only. Waking numba's OpenMP
+#     workers is cheap when they are still spinning from the previous call,
+#     but after a pause (~0.3 s) it often costs 4-16 ms on this VM, because
+#     the woken worker can land on the core where the caller busy-waits for
+#     it (libgomp's default wait policy) and then runs only at the next
+#     scheduler tick (~4 ms). That is 100x the whole GEMM at 64^3 (~0.03 ms).
+#     At 128^3 two threads save ~0.02 ms when everything is warm, so serial
+#     costs little there; from 192^3 on two threads are ~2x faster. README.md
+#     has the measurements ("Small shapes").
+SERIAL_MAX_MACS = 128 ** 3
 # ALIGN = 64: packed buffers start on a 64-byte boundary, so that each vector
 #     load of a panel is exactly one cache line. (numpy only guarantees 16
 #     bytes for large arrays; 16-byte aligned panels measured ~25% slower.)
@@ -189,7 +198,7 @@ def pack_b_block(B, jc, nc, pc, kc, kcp, Bpack, table):
 # allowed with the fast-math flag `reassoc`, and fusing `x * y` and `+` into
 # one FMA instruction needs `contract`; those are the only two fast-math flags
 # we turn on. With them, the loop body becomes 10 vector loads and 24
-# `vfmadd231ps zmm` (see simd_report() and the README).
+# `vfmadd231ps zmm` (see asm_report.simd_report() and the README).
 
 @njit(inline='always')
 def _update_row(row, j, first, v0, v1, v2, v3, v4, v5):
@@ -362,6 +371,27 @@ def _aligned_empty(shape, align=ALIGN):
     return raw[offset:offset + n * 4].view(np.float32).reshape(shape)
 
 
+# The packing buffers of the last call, per calling thread: a benchmark (or a
+# model) calls gemm() with the same shapes again and again, and for small
+# shapes allocating and aligning three arrays costs as much as the GEMM. The
+# price is that each thread that called gemm() keeps its last buffers (at
+# most ~10 MiB: 2 A blocks of 512 KiB and an 8 MiB B block).
+_buffers = threading.local()
+
+
+def _work_buffers(nthreads, mcb, ncb, kcb):
+    """(Apack, Bpack, scratch) for these block sizes: the calling thread's
+    buffers from its previous call when the sizes match, else new ones."""
+    key = (nthreads, mcb, ncb, kcb)
+    if getattr(_buffers, "key", None) != key:
+        _buffers.key = None  # in case an allocation below fails
+        _buffers.arrays = (_aligned_empty((nthreads, mcb // MR, MR, kcb + PAD)),
+                           _aligned_empty((ncb // NR, NR, kcb + PAD)),
+                           np.empty((nthreads, MR, NR), dtype=np.float32))
+        _buffers.key = key
+    return _buffers.arrays
+
+
 def _block_sizes(M, N, K, nthreads):
     """Block sizes for one problem: MC, NC, KC shrunk so that the blocks
     divide the matrix evenly (no tiny last block) and so that the number of
@@ -443,101 +473,19 @@ def gemm(a, b, out=None):
         A = np.ascontiguousarray(a, dtype=np.float32)
         B = np.ascontiguousarray(b, dtype=np.float32)
 
-    nthreads = numba.get_num_threads()
+    # Small problems run on the calling thread alone (see SERIAL_MAX_MACS):
+    # numba's thread count is per calling thread, so setting it to 1 for this
+    # call makes every prange in it a loop of the caller, with no worker woken.
+    threads = numba.get_num_threads()
+    nthreads = 1 if M * N * K <= SERIAL_MAX_MACS else threads
     mcb, ncb, kcb = _block_sizes(M, N, K, nthreads)
-    Apack = _aligned_empty((nthreads, mcb // MR, MR, kcb + PAD))
-    Bpack = _aligned_empty((ncb // NR, NR, kcb + PAD))
-    scratch = np.empty((nthreads, MR, NR), dtype=np.float32)
-    _gemm_blocked(A, B, C, Apack, Bpack, scratch, F16_TO_F32)
+    Apack, Bpack, scratch = _work_buffers(nthreads, mcb, ncb, kcb)
+    if nthreads == threads:
+        _gemm_blocked(A, B, C, Apack, Bpack, scratch, F16_TO_F32)
+    else:
+        numba.set_num_threads(nthreads)
+        try:
+            _gemm_blocked(A, B, C, Apack, Bpack, scratch, F16_TO_F32)
+        finally:
+            numba.set_num_threads(threads)
     return C
-
-
-# ---------------------------------------------------------------------------
-# Looking at the machine code.
-
-_FMA_MNEMONICS = ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub")
-_WIDTH_BITS = {"xmm": 128, "ymm": 256, "zmm": 512}
-
-
-@functools.lru_cache(maxsize=1)
-def _micro_kernel_asm():
-    """Assembly (AT&T syntax) of micro_kernel as compiled for this CPU.
-
-    A function loaded from numba's on-disk cache has no assembly text to
-    show, so we compile a private copy of the same Python function, with the
-    same options, for the signature gemm() uses."""
-    f32_2d = numba.types.Array(numba.float32, 2, "C")
-    sig = numba.void(f32_2d, f32_2d, numba.int64, f32_2d, numba.int64,
-                     numba.int64, numba.boolean)
-    copy = njit(sig, fastmath={'reassoc', 'contract'})(micro_kernel.py_func)
-    return copy.inspect_asm(copy.signatures[0])
-
-
-def _loops(lines):
-    """(start, end) line ranges of the loops in an assembly listing: a label
-    followed later by a jump back to it."""
-    labels, loops = {}, []
-    for i, line in enumerate(lines):
-        label = re.match(r"^([.\w$]+):", line)
-        if label:
-            labels[label.group(1)] = i
-        jump = re.match(r"^\s+j\w+\s+([.\w$]+)", line)
-        if jump and labels.get(jump.group(1), i) < i:
-            loops.append((labels[jump.group(1)], i))
-    return loops
-
-
-def _count_fmas(lines):
-    counts = {}
-    for line in lines:
-        parts = line.split(None, 1)
-        if len(parts) == 2 and parts[0].startswith(_FMA_MNEMONICS):
-            reg = parts[1].replace("%", "").split(",")[-1].strip()[:3]
-            key = f"{parts[0]} {reg}"
-            counts[key] = counts.get(key, 0) + 1
-    return counts
-
-
-def simd_report():
-    """Describe the micro-kernel's machine code, as compiled on this CPU.
-
-    Returns a dict with
-      target_cpu         the CPU LLVM compiled for (e.g. 'znver4')
-      tile               (MR, NR)
-      fma_instructions   FMA counts in the whole function, by mnemonic and
-                         register, e.g. {'vfmadd231ps zmm': 24, ...}: the
-                         vector loop plus the narrower remainder loops LLVM
-                         adds, which never run here because K blocks are
-                         padded to a multiple of KU
-      hot_loop_fma       the same counts for the loop with the most FMAs
-      hot_loop_loads     instructions of that loop that read memory (vector
-                         loads, or FMAs with a memory operand)
-      vector_width_bits  widest register used by the hot loop's FMAs
-      k_per_iteration    k values one pass of the hot loop covers (16 for
-                         zmm: every accumulator advances by one vector)
-      hot_loop           the hot loop's instructions (list of lines)
-    """
-    lines = [ln for ln in _micro_kernel_asm().splitlines() if ln.strip()]
-    hot_loop = []
-    for start, end in _loops(lines):
-        body = lines[start:end + 1]
-        if sum(_count_fmas(body).values()) > sum(_count_fmas(hot_loop).values()):
-            hot_loop = body
-    hot = _count_fmas(hot_loop)
-    by_width = {}
-    for key, n in hot.items():
-        bits = _WIDTH_BITS.get(key.split()[1], 0)
-        by_width[bits] = by_width.get(bits, 0) + n
-    width = max(by_width, default=0)
-    k_per_iteration = by_width[width] * (width // 32) // (MR * NR) if width else 0
-    return {
-        "target_cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
-        "tile": (MR, NR),
-        "fma_instructions": _count_fmas(lines),
-        "hot_loop_fma": hot,
-        "hot_loop_loads": sum(1 for ln in hot_loop if ln.lstrip().startswith("v")
-                              and "(" in ln.split(",")[0]),
-        "vector_width_bits": width,
-        "k_per_iteration": k_per_iteration,
-        "hot_loop": [ln.strip() for ln in hot_loop],
-    }
