@@ -9,7 +9,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(CUDA)
 OTHER  := $(filter-out $(STAMP),$(wildcard $(VENV)/.installed-cuda*))
 
-.PHONY: install bench test test-gpu verify inspect report notebooks figures lab clean
+.PHONY: install bench publish overhead test test-gpu verify inspect report notebooks figures lab new-stage clean
+
+LAB    := $(VENV)/.installed-lab
 
 $(STAMP): pyproject.toml
 	@if [ -n "$(OTHER)" ]; then echo "$(VENV) holds another CuPy ($(OTHER)); run 'make clean' first: two CuPy packages must never share a venv" >&2; exit 1; fi
@@ -18,10 +20,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[$(CUDA),test]"
 	touch $@
 
+$(LAB): $(STAMP)
+	$(PY) -m pip install -q -e ".[$(CUDA),test,lab]"
+	touch $@
+
 install: $(STAMP)
 
-bench: $(STAMP)          ## all stages this machine runs + cuBLAS + the CPU baseline vs numpy
+bench: $(STAMP)          ## all stages this machine runs + cuBLAS + the CPU baseline vs numpy (a run record)
 	$(PY) -m stages bench $(ARGS)
+
+publish: $(STAMP)        ## the same benchmark, its record published to results/ (then `make report`)
+	$(PY) -m stages bench --publish $(ARGS)
+
+overhead: $(STAMP)       ## host time per gemm() call of every GPU stage against cupy.matmul
+	$(PY) -m stages bench --overhead $(ARGS)
 
 test: $(STAMP)           ## the whole suite; GPU tests skip (saying why) where there is no GPU
 	$(PY) -m pytest -q $(ARGS)
@@ -35,7 +47,7 @@ verify: $(STAMP)         ## the full correctness sweep of every stage
 inspect: $(STAMP)        ## registers, shared/local memory, SASS mix of every stage (no GPU needed)
 	$(PY) -m stages inspect $(ARGS)
 
-report: $(STAMP)         ## regenerate the README tables from results/
+report: $(STAMP)         ## regenerate the README tables from the published records in results/
 	$(PY) -m stages report --write
 
 notebooks: $(STAMP)      ## rewrite notebooks/*.ipynb (no outputs) from notebooks/build.py
@@ -44,9 +56,12 @@ notebooks: $(STAMP)      ## rewrite notebooks/*.ipynb (no outputs) from notebook
 figures: $(STAMP)        ## re-run the overview headless: notebooks/figures/*.png from results/
 	$(PY) notebooks/build.py --figures
 
-lab: $(STAMP)            ## JupyterLab with the project importable
-	$(PY) -m pip install -q -e ".[$(CUDA),test,lab]"
+lab: $(LAB)              ## JupyterLab with the project importable (installs JupyterLab once)
 	cd notebooks && ../$(PY) -m jupyter lab $(ARGS)
+
+new-stage: $(STAMP)      ## NAME=vN_short_name: copy the last stage's folder under a new name
+	@test -n "$(NAME)" || { echo "usage: make new-stage NAME=vN_short_name" >&2; exit 2; }
+	$(PY) -m stages new $(NAME)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -3,8 +3,8 @@
 
 The committed .ipynb files carry no outputs, so nothing stale is ever committed; tests execute
 every one top to bottom. Stage walkthroughs come from one template, one per registered stage, so
-a new stage gets its walkthrough by adding `why_<stage>` to stages/harness/plots.py and rerunning
-this script.
+a new stage gets its walkthrough by rerunning this script (its "why" figure comes from the stage
+folder's why.py, or a generic one when it has none).
 """
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ import matplotlib.pyplot as plt
 from IPython.display import HTML, Markdown, display
 
 import stages
-from stages.harness import bench, gpu, plots, records
+from stages.core import gpu
+from stages.tools import bench, plots, records
 
-# The switch: LIVE = True (or GEMM_STAGES_LIVE=1) on a GPU machine re-measures and writes a new
-# record to results/; otherwise every figure comes from the committed records.
+# The switch: LIVE = True (or GEMM_STAGES_LIVE=1) on a GPU machine re-measures, writes a run
+# record to results/runs/ and draws from it; otherwise every figure comes from the published
+# records in results/.
 LIVE = os.environ.get("GEMM_STAGES_LIVE", "0") == "1"
 FIGURES = Path(os.environ.get("GEMM_STAGES_FIGURES", "figures"))
 recs = records.load_all()
@@ -51,14 +53,13 @@ def overview():
         new_code_cell(SETUP),
         new_code_cell(
             "if LIVE and gpu_ok:\n"
-            "    from stages.harness import ceilings\n"
+            "    from stages.tools import ceilings\n"
             "    sizes = [(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192)]\n"
-            "    rec = bench.run_bench([*stages.names(), 'cublas'], shapes=sizes)\n"
-            "    print('wrote', records.write(rec))\n"
-            "    crec = ceilings.record()\n"
-            "    path = records.default_path(crec['env'])\n"
-            "    print('wrote', records.write(crec, path.with_name(path.stem + '-ceilings.json')))\n"
-            "    recs = records.load_all()\n"
+            "    rec, crec = bench.run_bench([*stages.names(), 'cublas'], shapes=sizes), ceilings.record()\n"
+            "    for r in (rec, crec):\n"
+            "        r['_path'] = str(records.write(r))\n"
+            "        print('wrote run record', r['_path'], '(add it to results/ with --publish to keep it)')\n"
+            "    recs = recs + [rec, crec]\n"
             "elif LIVE:\n"
             "    print('LIVE asked for, but', gpu_why, '- using the committed records')\n"
             "GPU = 'H200' if not (LIVE and gpu_ok) else gpu.current().name.replace('NVIDIA ', '')"),
@@ -88,13 +89,20 @@ def overview():
         new_markdown_cell(
             "Reading it: v0 sits far below even the HBM roof at its 0.5 FLOP/byte: its limit is the "
             "load instructions themselves (see its walkthrough). v1 has the data reuse to leave memory "
-            "behind and meets the fp32 FMA roof instead. v2 and v3 use the tensor cores; by the "
-            "tiling model they would be memory-bound at 63-84 FLOP/byte, and they run above that "
-            "HBM line because most re-reads of A and B hit L2 (the grouped block order keeps them "
-            "there). The L2 line is a simple read probe, a lower bound on L2 bandwidth: v3's TMA "
-            "copies pull about 7.7 TB/s from L2 at 4096³ (1.57 GB in 0.205 ms), at that line. So the "
-            "next gains come from moving fewer bytes per FLOP out of L2 (bigger tiles, clusters "
-            "sharing a tile through multicast) and from keeping the tensor cores busy between tiles."),
+            "behind; it runs at 41 TFLOP/s, 61% of the datasheet fp32 FMA roof (66.9 TFLOP/s) and 75% "
+            "of what an FFMA-only loop reaches on the same GPU (54.3 TFLOP/s, the ceilings record): "
+            "close to the fp32 roof, not on it. v2 and v3 use the tensor cores; by the tiling model "
+            "they would be memory-bound at 63-85 FLOP/byte, and they run above that HBM line because "
+            "most re-reads of A and B hit L2 (the grouped block order keeps them there).\n\n"
+            "The model's traffic for v3 at 4096³ is 2·4096³·(1/128 + 1/256) B = 1.61 GB of A and B "
+            "tile reads in 0.204 ms, about 7.9 TB/s. That is the same order as what load-instruction "
+            "probes get out of L2 (7.5 TB/s in the ceilings record, 8.0 TB/s in "
+            "`probes/l2_bandwidth.py`), but both are lower bounds on L2's rate, and v3 reads through "
+            "TMA, not load instructions: this figure does not show that v3 is L2-bound, and the L2 "
+            "line is drawn as a lower bound, not a roof. What limits v3 (L2 throughput, tensor-pipe "
+            "activity, DRAM bytes, L2 hit rate) is for a profiler to measure; its README names the "
+            "pipeline's known costs (a producer thread that is also a consumer, 4-byte epilogue "
+            "stores, a non-persistent grid)."),
         new_markdown_cell("## Version over version"),
         new_code_cell(
             "fig, ax = plt.subplots(figsize=(9, 4.5))\n"
@@ -122,7 +130,7 @@ def overview():
 def cpu_baseline():
     return [
         new_markdown_cell(
-            "# The CPU baseline: a numba GEMM written the BLIS way\n\n"
+            "# The CPU baseline: a numba GEMM with BLIS's loop nest, packing and blocking\n\n"
             "Everything here runs **live on your CPU**: the packing, the micro-kernel's assembly, and "
             "the speed against numpy's float32 matmul on the same cores. Set `GEMM_STAGES_CPU_SIZES` "
             "(e.g. `512,1024,2048`) to time other sizes. The README's CPU table comes from the "
@@ -137,14 +145,18 @@ def cpu_baseline():
             "from IPython.display import Markdown, display\n\n"
             "import cpu_reference\n"
             "g = importlib.import_module('cpu_reference.gemm')  # the module (cpu_reference.gemm is also the function)\n"
-            "from stages.harness import bench, records, report, verify\n\n"
+            "from stages.tools import cpu_bench, records, report, verify\n\n"
             "print(records.cpu_name(), os.cpu_count(), 'cores;', platform.python_version())\n"
             "print({k: getattr(g, k) for k in ('MR', 'NR', 'MC', 'KC', 'NC', 'KU', 'PAD')})"),
         new_markdown_cell(
             "## 1. Packing\n\nBlocks of A (MC × KC) and B (NC × KC) are copied into contiguous panels "
             "so the micro-kernel streams through memory in the order it computes. Both operands "
-            "are K-major (the `a @ b.T` layout), so a panel is MR (or NR) rows laid side by side, "
-            "k by k. The source:"),
+            "are K-major (the `a @ b.T` layout). Each packed block is `panels[p, r, k]`: panel p "
+            "holds MR (or NR) consecutive rows, stored one after another, each row's KC values "
+            "contiguous. BLIS instead interleaves its micro-panels so that the MR (or NR) values of "
+            "one k sit together: that suits its outer-product micro-kernel, while this one computes "
+            "its 4 × 6 tile as 24 dot products along k (an inner product, vectorized along k). "
+            "The source:"),
         new_code_cell("print(inspect.getsource(g.pack_panel))"),
         new_markdown_cell("## 2. The micro-kernel and what its assembly shows"),
         new_code_cell("print(inspect.getsource(g.micro_kernel))"),
@@ -163,16 +175,10 @@ def cpu_baseline():
         new_markdown_cell("## 4. Speed against numpy, same cores, same run"),
         new_code_cell(
             "sizes = [int(s) for s in os.environ.get('GEMM_STAGES_CPU_SIZES', '256,512,1024').split(',')]\n"
-            "rows = bench._cpu_bench([(s, s, s) for s in sizes], None)\n"
-            "np_rows = [r for r in rows if r['stage'] == 'numpy']\n"
-            "nb_rows = [r for r in rows if r['stage'] == 'cpu_numba']\n"
+            "rows = cpu_bench.run_cpu([(s, s, s) for s in sizes], rounds=3)\n"
             "fig, ax = plt.subplots(figsize=(7, 4))\n"
-            "ax.plot(sizes, [r['gflops'] for r in np_rows], 'o-', label='numpy float32 (OpenBLAS)')\n"
-            "ax.plot(sizes, [r['gflops'] for r in nb_rows], 'o-', label='cpu_reference (numba)')\n"
-            "for r in nb_rows:\n"
-            "    ax.annotate(f\"{r['ratio_numpy']:.2f}x\", (r['m'], r['gflops']), textcoords='offset points', xytext=(4, -12))\n"
-            "ax.set_xscale('log', base=2); ax.set_xlabel('M = N = K'); ax.set_ylabel('GFLOP/s'); ax.legend()\n"
-            "ax.set_title('numba GEMM against numpy on this CPU'); plt.show()"),
+            "cpu_bench.plot_cpu(rows, ax=ax)\n"
+            "plt.show()"),
         new_markdown_cell("The recorded run (the 2-core machine of the README):"),
         new_code_cell("display(Markdown(report.cpu_table(records.load_all())))"),
     ]
@@ -194,8 +200,9 @@ def walkthrough(name: str, index: int):
             "st = stages.get(NAME)\n"
             "if LIVE and st.runnable()[0]:\n"
             "    rec = bench.run_bench([NAME], shapes=[(4096, 4096, 4096), (8192, 8192, 8192)])\n"
-            "    print('wrote', records.write(rec))\n"
-            "    recs = records.load_all()\n"
+            "    rec['_path'] = str(records.write(rec))\n"
+            "    print('wrote run record', rec['_path'])\n"
+            "    recs = recs + [rec]\n"
             "elif LIVE:\n"
             "    print('LIVE asked for, but', st.runnable()[1], '- using the committed records')"),
         new_markdown_cell("## The idea"),
@@ -204,7 +211,7 @@ def walkthrough(name: str, index: int):
         new_code_cell("display(HTML(plots.kernel_diff_html(NAME)))"),
         new_markdown_cell("## What the compiler made of it (`python -m stages inspect`)"),
         new_code_cell(
-            "from stages.harness.inspect import inspect_stage\n"
+            "from stages.tools.inspect import inspect_stage\n"
             "print(inspect_stage(st, arch='sm_90a').render())"),
         new_markdown_cell("## Measured"),
         new_code_cell(
@@ -216,7 +223,7 @@ def walkthrough(name: str, index: int):
             "display(Markdown('\\n'.join(lines) if rows else 'No measurement recorded yet.'))"),
         new_markdown_cell("## Why the idea helps"),
         new_code_cell(
-            f"print(plots.why_{name}.__doc__)\n"
+            "print(plots.why_doc(NAME))\n"
             "plots.why(NAME, recs)\n"
             "plt.show()"),
     ]

@@ -7,9 +7,14 @@ Every stage computes `a @ b.T` for float16 a (M, K) and b (N, K) with fp32 accum
     b = cupy.random.standard_normal((4096, 4096), dtype=cupy.float32).astype(cupy.float16)
     c = stages.get("v1_tiled").gemm(a, b)
 
-The list of stages lives in one place: the stage folders themselves (`stages/vN_name/` with a
-kernel.cu and an __init__.py defining STAGE), discovered here in version order. The CLI, the tests
-and the notebooks all read `names()`.
+This module is the registry. The list of stages lives in one place: the stage folders themselves
+(`stages/vN_name/` with a kernel.cu and an __init__.py defining STAGE), discovered here in version
+order; each stage's `previous` is the one before it. The layers (see README, "Layout"):
+
+    stages/core/     primitives a stage may import (contract, compiler, gpu, tma, KernelStage)
+    stages/vN_*/     the stages: kernel.cu, __init__.py, README.md, why.py
+    stages/          this registry and the two baselines (baselines.py)
+    stages/tools/    verify, bench, inspect, records, report, plots, ceilings, the CLI
 """
 from __future__ import annotations
 
@@ -18,38 +23,42 @@ import importlib
 import re
 from pathlib import Path
 
-from .harness.contract import Constraints
-from .harness.errors import CompileError, UnsupportedDevice
-from .harness.gpu import Requirement
-from .harness.stage import CublasStage, KernelStage, Launch
+from .baselines import CpuStage, CublasStage
+from .core import contract
+from .core.contract import Constraints
+from .core.errors import CompileError, UnsupportedDevice
+from .core.gpu import Requirement
+from .core.stage import KernelStage, Launch
 
 __all__ = ["names", "get", "baselines", "all_names", "UnsupportedDevice", "CompileError",
            "KernelStage", "CublasStage", "Launch", "Constraints", "Requirement"]
 
-_STAGE_DIR = re.compile(r"^v(\d+)_[a-z0-9_]+$")
+STAGE_DIR = re.compile(r"^v(\d+)_[a-z0-9_]+$")
+HERE = Path(__file__).parent
 
 
 @functools.lru_cache(maxsize=1)
 def _discover() -> dict:
-    here = Path(__file__).parent
     found = []
-    for d in here.iterdir():
-        m = _STAGE_DIR.match(d.name)
+    for d in HERE.iterdir():
+        m = STAGE_DIR.match(d.name)
         if m and (d / "__init__.py").exists() and (d / "kernel.cu").exists():
             found.append((int(m.group(1)), d.name))
-    registry = {}
+    versions = [v for v, _ in found]
+    if len(set(versions)) != len(versions):
+        raise RuntimeError(f"two stage folders share a version number: {sorted(n for _, n in found)}")
+    registry, previous = {}, None
     for _, name in sorted(found):
         stage = importlib.import_module(f"{__name__}.{name}").STAGE
         if stage.name != name:
             raise RuntimeError(f"stages/{name}/__init__.py defines STAGE.name={stage.name!r}")
-        registry[name] = stage
+        stage.previous = previous
+        registry[name], previous = stage, name
     return registry
 
 
 @functools.lru_cache(maxsize=1)
 def _baselines() -> dict:
-    from .harness.cpu import CpuStage  # noqa: PLC0415
-
     return {"cublas": CublasStage(), "cpu_numba": CpuStage()}
 
 
@@ -73,3 +82,12 @@ def get(name: str):
     if name not in reg:
         raise ValueError(f"unknown stage {name!r}; choose from: {', '.join(reg)}")
     return reg[name]
+
+
+def gpu_stages() -> list:
+    """Every stage and the cuBLAS baseline: what runs on the GPU under the one contract."""
+    return [*_discover().values(), _baselines()["cublas"]]
+
+
+# Errors raised by the contract name the stages that support what was asked for, from here.
+contract.set_directory(gpu_stages)

@@ -1,3 +1,3 @@
-from stages.harness.cli import main
+from stages.tools.cli import main
 
 raise SystemExit(main())

@@ -1,11 +1,20 @@
-"""Shared fixtures: a private kernel cache per test session, GPU/Hopper skips with the reason."""
+"""Shared fixtures: a private kernel cache per test session, GPU/Hopper skips with the reason.
+
+`--order reverse` or `--order shuffle:SEED` runs the suite in another order: a test that passes
+alone and fails after another one is a bug in the code it tests (state leaking between calls).
+"""
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 
-from stages.harness import gpu
+from stages.core import gpu
+
+
+def pytest_addoption(parser):
+    parser.addoption("--order", default="file", help="file (default), reverse, or shuffle:SEED")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,6 +40,13 @@ def _hopper_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    order = config.getoption("--order")
+    if order == "reverse":
+        items.reverse()
+    elif order.startswith("shuffle"):
+        random.Random(int(order.partition(":")[2] or 0)).shuffle(items)
+    elif order != "file":
+        raise pytest.UsageError(f"--order takes file, reverse or shuffle:SEED, got {order!r}")
     ok, why = gpu.available()
     hopper_why = None
     for item in items:

@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 
 import stages
-from stages.harness import contract, gpu
-from stages.harness.contract import Constraints
-from stages.harness.errors import UnsupportedDevice
-from stages.harness.gpu import DeviceInfo, Requirement
+from stages.core import contract, gpu
+from stages.core.contract import Constraints
+from stages.core.errors import UnsupportedDevice
+from stages.core.gpu import DeviceInfo, Requirement
 
 
 class FakeDeviceArray:
     """Quacks like a CuPy array for the contract checks: dtype, shape, flags, data.ptr, device."""
 
     class _Ptr:
-        def __init__(self, ptr):
-            self.ptr = ptr
+        def __init__(self, ptr, device):
+            self.ptr, self.device_id = ptr, device
 
     class _Dev:
         def __init__(self, i):
@@ -32,13 +32,13 @@ class FakeDeviceArray:
     def __init__(self, arr, ptr=1 << 20, device=0):
         self._a = arr
         self.dtype, self.ndim, self.shape, self.strides = arr.dtype, arr.ndim, arr.shape, arr.strides
-        self.flags, self.nbytes = arr.flags, arr.nbytes
-        self.data, self.device = self._Ptr(ptr), self._Dev(device)
+        self.flags, self.nbytes, self.itemsize = arr.flags, arr.nbytes, arr.itemsize
+        self.data, self.device = self._Ptr(ptr, device), self._Dev(device)
 
 
 @pytest.fixture
 def fake_device(monkeypatch):
-    monkeypatch.setattr(contract, "as_device_matrix", lambda x, name: x)
+    monkeypatch.setattr(contract, "as_device_array", lambda x, name: x)
     monkeypatch.setattr(gpu, "current_device_id", lambda: 0)
 
 
@@ -100,7 +100,7 @@ def test_other_device(fake_device):
 
 
 def test_unsupported_shape_names_the_rule_and_the_fix(fake_device):
-    with pytest.raises(ValueError, match=r"vX_test needs N to be a multiple of 256, got N=300; pad the operand to 512 \(or trim to 256\)"):
+    with pytest.raises(ValueError, match=r"vX_test needs N to be a multiple of 256, got N=300; pad the operand to 512 \(or trim to 256\), or use a stage that takes 128x300x64: v0_naive, cublas"):
         check(fake((128, 64)), fake((300, 64), ptr=1 << 21), cons=TILED)
     with pytest.raises(ValueError, match="K to be a multiple of 64, got K=17"):
         check(fake((128, 17)), fake((256, 17), ptr=1 << 21), cons=TILED)
@@ -114,21 +114,93 @@ def test_out_rules(fake_device):
         check(a, b, fake((4, 3), dtype=np.float32, ptr=1 << 22))
     with pytest.raises(ValueError, match="out overlaps a or b"):
         check(a, b, fake((4, 3), ptr=(1 << 20) + 16))
+    with pytest.raises(ValueError, match="out overlaps a or b"):
+        check(a, b, fake((4, 3), ptr=(1 << 21) + 40), cons=Constraints(alignment=2))  # inside b's 48 bytes
+    check(a, b, fake((4, 3), ptr=(1 << 21) + 48))  # right after b: fine
+    with pytest.raises(ValueError, match="out must start on a 16-byte boundary.*8 bytes past"):
+        check(a, b, fake((4, 3), ptr=(1 << 22) + 8))
 
 
-def test_too_large_for_int32(fake_device, monkeypatch):
-    big = fake((4, 8))
-    big.shape = (2**31, 8)
-    with pytest.raises(ValueError, match="M=2147483648 does not fit"):
-        check(big, fake((3, 8), ptr=1 << 21))
+@pytest.mark.parametrize("which, dim", [(0, "M"), (1, "N"), (2, "K")])
+def test_too_large_for_int32(fake_device, which, dim):
+    a, b = fake((4, 8)), fake((3, 8), ptr=1 << 21)
+    big = 2**31
+    if which == 0:
+        a.shape = (big, 8)
+    elif which == 1:
+        b.shape = (big, 8)
+    else:
+        a.shape, b.shape = (4, big), (3, big)
+    with pytest.raises(ValueError, match=f"{dim}={big} does not fit the kernels' 32-bit int sizes"):
+        check(a, b)
+
+
+# ---- the epilogue operands ------------------------------------------------------------------------
+class _Stub:
+    def __init__(self, name, epilogue=(), constraints=ANY):
+        self.name, self.epilogue, self.constraints = name, frozenset(epilogue), constraints
+
+
+def epi(bias=None, alpha=1.0, activation=None, supported=("bias", "alpha", "activation"), n=3, out=None):
+    return contract.check_epilogue(bias, alpha, activation, n, out, 0, frozenset(supported), "vX_test")
+
+
+def test_default_epilogue_is_plain(fake_device):
+    assert epi() is contract.PLAIN and epi(alpha=1) is contract.PLAIN
+    assert epi(supported=()) is contract.PLAIN, "defaults are fine on a stage that fuses nothing"
+
+
+def test_epilogue_values_are_checked(fake_device):
+    good = epi(bias=fake((3,), dtype=np.float32), alpha=0.5, activation="gelu_tanh")
+    assert good.features == ("bias", "alpha", "activation") and good.alpha == 0.5
+    assert epi(bias=fake((3,), dtype=np.float16)).features == ("bias",)
+    with pytest.raises(ValueError, match=r"unknown activation 'tanh'; choose None or one of: relu, gelu, gelu_tanh, silu"):
+        epi(activation="tanh")
+    with pytest.raises(ValueError, match="alpha must be finite, got inf"):
+        epi(alpha=float("inf"))
+    with pytest.raises(ValueError, match="alpha must be finite, got nan"):
+        epi(alpha=float("nan"))
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        epi(alpha="2")
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        epi(alpha=True)
+    with pytest.raises(TypeError, match="bias must be float16 or float32, got float64"):
+        epi(bias=fake((3,), dtype=np.float64))
+    with pytest.raises(ValueError, match=r"bias must have shape \(N,\) = \(3,\).*got \(4,\)"):
+        epi(bias=fake((4,), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"bias must have shape \(N,\) = \(3,\).*got \(1, 3\)"):
+        epi(bias=fake((1, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="bias is on GPU 1 but the current device is GPU 0"):
+        epi(bias=fake((3,), dtype=np.float32, device=1))
+    with pytest.raises(ValueError, match="bias overlaps out"):
+        epi(bias=fake((3,), dtype=np.float16, ptr=1 << 22), out=fake((4, 3), ptr=1 << 22))
+
+
+def test_an_epilogue_a_stage_does_not_fuse_names_the_stages_that_do(fake_device, monkeypatch):
+    monkeypatch.setattr(contract, "_directory", lambda: [_Stub("vA_plain"), _Stub("vB_fused", ["bias", "activation"])])
+    with pytest.raises(ValueError, match=r"vX_test does not fuse bias into its epilogue; stages that do: vB_fused"):
+        epi(bias=fake((3,), dtype=np.float32), supported=())
+    with pytest.raises(ValueError, match=r"does not fuse alpha into its epilogue; no registered stage fuses it yet"):
+        epi(alpha=2.0, supported=())
+
+
+def test_the_registry_supplies_the_directory():
+    names = [st.name for st in contract._directory()]
+    assert names == [*stages.names(), "cublas"]
+
+
+def test_shape_errors_name_stages_that_take_the_shape(fake_device, monkeypatch):
+    monkeypatch.setattr(contract, "_directory", lambda: [_Stub("vA_any"), _Stub("vB_tiled", constraints=TILED)])
+    with pytest.raises(ValueError, match=r"or use a stage that takes 128x300x64: vA_any$"):
+        check(fake((128, 64)), fake((300, 64), ptr=1 << 21), cons=TILED)
 
 
 def test_host_arrays_are_refused_not_copied():
     pytest.importorskip("cupy")
     with pytest.raises(TypeError, match=r"a is a host array .*numpy.*cupy.asarray\(a\)|gemm runs on the GPU"):
-        contract.as_device_matrix(np.zeros((4, 8), np.float16), "a")
+        contract.as_device_array(np.zeros((4, 8), np.float16), "a")
     with pytest.raises(TypeError, match="must be a GPU array"):
-        contract.as_device_matrix("not an array", "b")
+        contract.as_device_array("not an array", "b")
 
 
 def test_too_old_gpu_raises_one_clear_exception(monkeypatch):
@@ -141,7 +213,7 @@ def test_too_old_gpu_raises_one_clear_exception(monkeypatch):
 
 
 def test_cli_turns_unsupported_devices_into_one_line(monkeypatch, capsys):
-    from stages.harness import cli
+    from stages.tools import cli
 
     monkeypatch.setattr(gpu, "current", lambda: DeviceInfo(0, "NVIDIA L4", (8, 9), 58, 2040, 0, 101376))
     monkeypatch.setattr(gpu, "available", lambda: (True, ""))
@@ -230,12 +302,11 @@ def test_a_failed_launch_raises(name, runnable):
     """A launch the driver refuses must surface as an exception, never as an unwritten result."""
     import cupy as cp
 
-    from stages.harness.stage import Launch
+    from stages.core.stage import Launch
 
     st = runnable(name)
-    broken = dataclasses.replace(st, geometry=lambda m, n, k, c: Launch((1, 1, 1), (4096, 1, 1)))
+    broken = dataclasses.replace(st, geometry=lambda m, n, k, c, dev: Launch((1, 1, 1), (4096, 1, 1)))
     a, b = _operands(st, cp)
-    with pytest.raises(Exception) as info:
+    with pytest.raises(cp.cuda.driver.CUDADriverError, match="CUDA_ERROR_INVALID_VALUE"):
         broken.gemm(a, b)
         cp.cuda.get_current_stream().synchronize()
-    assert "INVALID" in str(info.value).upper() or "launch" in str(info.value).lower()

@@ -8,9 +8,10 @@ import json
 import pytest
 
 import stages
-from stages.harness import cli, compiler
-from stages.harness.errors import CompileError
-from stages.harness.inspect import count_opcodes, inspect_stage
+from stages.core import compiler
+from stages.tools import cli
+from stages.core.errors import CompileError
+from stages.tools.inspect import count_opcodes, inspect_stage
 
 
 @pytest.fixture(scope="module", params=stages.names())

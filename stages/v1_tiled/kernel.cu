@@ -22,6 +22,10 @@
 #define A_LOADS (BM * BK / 8 / THREADS)  // 16-byte (8 x fp16) loads per thread per tile
 #define B_LOADS (BN * BK / 8 / THREADS)
 
+// Dynamic shared memory, named once: two buffers of BM + BN rows of LDS floats. The harness
+// reads this constant from the compiled kernel to size the launch (no second formula).
+extern "C" __device__ const unsigned gemm_smem_bytes = 2 * (BM + BN) * LDS * 4;
+
 // Shared memory keeps each tile K-major, like global memory: row r of the A tile holds
 // A[block_m + r][k0 .. k0+BK) as fp32, padded to LDS floats. Banks: the compute loop's 16-byte
 // loads of B hit rows r..r+7 at one column in each quarter-warp. With LDS = BK + 4 and LDS / 4

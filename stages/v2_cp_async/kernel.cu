@@ -29,6 +29,10 @@
 static_assert(BK == 64, "the XOR swizzle below assumes 128-byte rows (8 chunks of 16 bytes)");
 #define NI (WN / 8)                       // mma tiles per warp along N (8 columns each)
 
+// Dynamic shared memory, named once: a ring of STAGES buffers of BM + BN fp16 rows of BK. The
+// harness reads this constant from the compiled kernel to size the launch (no second formula).
+extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * (BM + BN) * BK * 2;
+
 // Shared memory keeps each tile K-major in fp16: row r of the A tile is A[block_m + r][k0 ..
 // k0+BK), 128 bytes = 8 chunks of 16 bytes. Chunk c of row r is stored at chunk c ^ (r % 8).
 // ldmatrix reads the same logical chunk of 8 consecutive rows: after the swizzle they sit in 8

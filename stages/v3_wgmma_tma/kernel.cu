@@ -31,6 +31,11 @@
 #define B_BYTES (BN * BK * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 
+// Dynamic shared memory, named once: STAGES tile buffers, 1 KiB of slack to align them to the
+// 1024-byte swizzle period, then a full and an empty mbarrier (8 bytes each) per buffer. The
+// harness reads this constant from the compiled kernel to size the launch.
+extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * STAGE_BYTES + 1024 + 2 * 8 * STAGES;
+
 // The 128-byte CUtensorMap, received by value. The harness encodes it with cuda-python.
 struct alignas(64) TmaDesc { unsigned long long v[16]; };
 

@@ -18,6 +18,7 @@ import functools
 import numpy as np
 
 from .errors import UnsupportedDevice
+from .gpu import device_of
 
 _MAX_ENTRIES = 256
 _cache: collections.OrderedDict = collections.OrderedDict()
@@ -43,7 +44,7 @@ def _driver():
 def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> np.void:
     """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements."""
     rows, cols = arr.shape
-    key = (arr.device.id, arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes)
+    key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes)
     hit = _cache.get(key)
     if hit is not None:
         _cache.move_to_end(key)

@@ -1,8 +1,15 @@
 """The one contract every GPU stage and the cuBLAS baseline follow, checked before any launch.
 
-    gemm(a, b, out=None) -> a @ b.T
+    gemm(a, b, out=None, *, bias=None, alpha=1.0, activation=None)
+        -> activation(alpha * (a @ b.T) + bias)
     a: (M, K) float16, b: (N, K) float16, both C-contiguous on the current GPU;
     result: (M, N) float16, accumulated in float32.
+    bias: (N,) float16 or float32, added per output column; alpha: a finite real;
+    activation: None, "relu", "gelu" (erf form), "gelu_tanh" or "silu".
+
+A stage declares which epilogue operands it fuses (`KernelStage.epilogue`); the others refuse a
+non-default value with an error naming the stages that do (from the registry, see
+`set_directory`).
 
 Bad input raises TypeError (wrong kind of object or dtype) or ValueError (shape, layout,
 alignment, device, a shape the stage does not support) with a message that names the rule broken
@@ -10,7 +17,10 @@ and what to do about it. Nothing reaches a kernel unchecked.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -18,6 +28,24 @@ from . import gpu
 
 INT32_MAX = 2**31 - 1
 _KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+EPILOGUE_FEATURES = ("bias", "alpha", "activation")
+
+# The registry installs a function returning every GPU stage and baseline, so that an error can
+# name the stages that do support what was asked for without this module knowing any of them.
+_directory: Callable[[], list] = list
+
+
+def set_directory(fn: Callable[[], list]) -> None:
+    global _directory
+    _directory = fn
+
+
+def _stages_that(predicate) -> list[str]:
+    try:
+        return [st.name for st in _directory() if predicate(st)]
+    except Exception:  # a broken stage folder must not hide the error being reported
+        return []
 
 
 @dataclass(frozen=True)
@@ -48,10 +76,11 @@ class Constraints:
         for dim, val, mult in (("M", m, self.m_multiple), ("N", n, self.n_multiple), ("K", k, self.k_multiple)):
             if val % mult:
                 lo, hi = val // mult * mult, (val // mult + 1) * mult
+                others = _stages_that(lambda st: st.constraints.supports(m, n, k))
                 raise ValueError(
                     f"{stage} needs {dim} to be a multiple of {mult}, got {dim}={val}; "
                     f"pad the operand to {hi}" + (f" (or trim to {lo})" if lo else "")
-                    + ", or use a stage without this constraint (v0_naive takes any shape)"
+                    + (f", or use a stage that takes {m}x{n}x{k}: {', '.join(others)}" if others else "")
                 )
 
 
@@ -59,7 +88,7 @@ def _describe(x) -> str:
     return f"{type(x).__module__}.{type(x).__qualname__}"
 
 
-def as_device_matrix(x, name: str):
+def as_device_array(x, name: str):
     """Return `x` as a CuPy array without copying, or raise TypeError.
 
     Accepts CuPy arrays and objects exposing __cuda_array_interface__ or DLPack on a CUDA device
@@ -90,8 +119,12 @@ def as_device_matrix(x, name: str):
     )
 
 
+
+_F16 = np.dtype(np.float16)
+
+
 def _check_matrix(arr, name: str, shape_doc: str, alignment: int, device_id: int) -> None:
-    if arr.dtype != np.float16:
+    if arr.dtype is not _F16 and arr.dtype != _F16:
         raise TypeError(
             f"{name} must be float16, got {arr.dtype}; convert with {name}.astype(cupy.float16)"
         )
@@ -126,8 +159,8 @@ def check_operands(a, b, out, constraints: Constraints, stage: str):
     Returns (a, b, out, (M, N, K)) with a, b, out as CuPy arrays (out allocated when None).
     """
     dev = gpu.current_device_id()
-    a = as_device_matrix(a, "a")
-    b = as_device_matrix(b, "b")
+    a = as_device_array(a, "a")
+    b = as_device_array(b, "b")
     _check_matrix(a, "a", "(M, K)", constraints.alignment, dev)
     _check_matrix(b, "b", "(N, K)", constraints.alignment, dev)
     (m, k), (n, kb) = a.shape, b.shape
@@ -144,10 +177,68 @@ def check_operands(a, b, out, constraints: Constraints, stage: str):
     if out is None:
         out = gpu.cupy().empty((m, n), dtype=np.float16)
     else:
-        out = as_device_matrix(out, "out")
+        out = as_device_array(out, "out")
         _check_matrix(out, "out", "(M, N)", constraints.alignment, dev)
         if tuple(out.shape) != (m, n):
             raise ValueError(f"out must have shape (M, N) = {(m, n)}, got {tuple(out.shape)}")
         if _overlap(out, a) or _overlap(out, b):
             raise ValueError("out overlaps a or b; the kernels read a and b while writing out: pass a separate buffer")
     return a, b, out, (m, n, k)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What happens to the fp32 accumulators before the one fp16 store: alpha, bias, activation."""
+
+    bias: object = None  # a CuPy array (N,), float16 or float32
+    alpha: float = 1.0
+    activation: str | None = None
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The non-default operands, in EPILOGUE_FEATURES order."""
+        used = {"bias": self.bias is not None, "alpha": self.alpha != 1.0,
+                "activation": self.activation is not None}
+        return tuple(f for f in EPILOGUE_FEATURES if used[f])
+
+
+PLAIN = Epilogue()
+
+
+def check_epilogue(bias, alpha, activation, n: int, out, device_id: int, supported, stage: str) -> Epilogue:
+    """Validate the epilogue operands for an (M, N) result; return them as an Epilogue.
+
+    `supported` is the set of EPILOGUE_FEATURES the stage fuses; a non-default value of any other
+    is refused with the names of the stages that fuse it.
+    """
+    if bias is None and activation is None and type(alpha) in (float, int) and alpha == 1:
+        return PLAIN  # the common call: nothing to check
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a real number (float), got {type(alpha).__name__} {alpha!r}")
+    alpha = float(alpha)
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha must be finite, got {alpha}; the result would be all inf/nan")
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}; choose None or one of: {', '.join(ACTIVATIONS)}")
+    if bias is not None:
+        bias = as_device_array(bias, "bias")
+        if bias.dtype not in (np.float16, np.float32):
+            raise TypeError(f"bias must be float16 or float32, got {bias.dtype}; convert with bias.astype(cupy.float32)")
+        if bias.ndim != 1 or bias.shape[0] != n:
+            raise ValueError(f"bias must have shape (N,) = ({n},), one value per output column, got {tuple(bias.shape)}")
+        if not bias.flags.c_contiguous:
+            raise ValueError(f"bias must be contiguous, got strides {bias.strides}; pass cupy.ascontiguousarray(bias)")
+        if bias.data.ptr % bias.itemsize:
+            raise ValueError(f"bias must be aligned to its {bias.itemsize}-byte elements")
+        gpu.ensure_same_device(bias, "bias", device_id)
+        if out is not None and _overlap(bias, out):
+            raise ValueError("bias overlaps out; the kernel reads bias while writing out: pass a separate buffer")
+    epi = Epilogue(bias, alpha, activation)
+    for feature in epi.features:
+        if feature not in supported:
+            others = _stages_that(lambda st: feature in getattr(st, "epilogue", ()))
+            raise ValueError(
+                f"{stage} does not fuse {feature} into its epilogue; "
+                + (f"stages that do: {', '.join(others)}" if others else "no registered stage fuses it yet")
+                + f" (or apply it to the result yourself)")
+    return epi

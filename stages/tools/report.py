@@ -5,8 +5,11 @@ Blocks live between `<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and ar
 """
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
+
+import stages
 
 from . import records
 
@@ -27,8 +30,6 @@ def _ratio(x) -> str:
 
 
 def stage_table(recs: list[dict]) -> str:
-    import stages  # noqa: PLC0415
-
     best = records.latest_results(recs)
     head = "| stage | idea | requires | " + " | ".join(
         f"{m}×{n}×{k} TFLOP/s | × cuBLAS" for m, n, k in TABLE_SHAPES) + " |"
@@ -76,29 +77,54 @@ def stage_measured(name: str, recs: list[dict]) -> str:
     return "\n".join(out)
 
 
-def cpu_table(recs: list[dict]) -> str:
+def cpu_table(recs: list[dict], link_prefix: str = "") -> str:
+    """The newest published CPU comparison; `link_prefix` makes the record link relative to the
+    file the table lands in ("" for the top README, "../" one folder down)."""
     rec = next((r for r in reversed(recs) if any(e.get("status") == "ok" for e in r.get("cpu", []))), None)
     if rec is None:
         return "No CPU measurement recorded yet."
     out = ["| shape | numpy float32 GFLOP/s | numba GFLOP/s | numba ÷ numpy |", "|---|---|---|---|"]
     rows = [e for e in rec["cpu"] if e.get("status") == "ok"]
-    for np_row, nb_row in zip(rows[0::2], rows[1::2]):
-        out.append(f"| {np_row['m']}×{np_row['n']}×{np_row['k']} | {np_row['gflops']:.0f} | "
-                   f"{nb_row['gflops']:.0f} | {nb_row['ratio_numpy']:.2f} |")
+    by_shape = {}
+    for e in rows:
+        by_shape.setdefault((e["m"], e["n"], e["k"]), {})[e["stage"]] = e
+    for (m, n, k), pair in by_shape.items():
+        if {"numpy", "cpu_numba"} <= set(pair):
+            out.append(f"| {m}×{n}×{k} | {pair['numpy']['gflops']:.0f} | "
+                       f"{pair['cpu_numba']['gflops']:.0f} | {pair['cpu_numba']['ratio_numpy']:.2f} |")
     h = rec["env"]["host"]
+    timing = rows[0].get("timing") or f"median of {rows[0].get('reps', '?')} runs"
     out.append("")
     out.append(f"{h['cpu']}, {h['cores']} cores, numba {rec['env']['versions']['numba']}, "
-               f"{rec['env']['date'][:10]}; record [{Path(rec['_path']).name}]"
-               f"(/{rec['_path']}).")
+               f"{rec['env']['date'][:10]}; {timing}; record [{Path(rec['_path']).name}]"
+               f"({link_prefix}{rec['_path']}).")
+    return "\n".join(out)
+
+
+def overhead_table(recs: list[dict]) -> str:
+    """The newest published call-overhead record: host time per gemm() call against cupy.matmul."""
+    rec = next((r for r in reversed(recs) if r.get("kind") == "overhead"
+                and any(e.get("status") == "ok" for e in r["results"])), None)
+    if rec is None:
+        return "No call-overhead measurement published yet (`python -m stages bench --overhead --publish` on a GPU)."
+    rows = [e for e in rec["results"] if e.get("status") == "ok"]
+    m, n, k = rows[0]["m"], rows[0]["n"], rows[0]["k"]
+    out = [f"| {m}×{n}×{k}, {rows[0]['calls']} calls back to back | host µs per call | × cupy.matmul | kernel µs |",
+           "|---|---|---|---|"]
+    for e in rows:
+        kernel = f"{e['kernel_us']:.1f}" if e.get("kernel_us") else "–"
+        out.append(f"| {e['stage']} | {e['us_per_call']:.1f} | {e['ratio_cupy_matmul']:.2f} | {kernel} |")
+    g = rec["env"]["gpu"]
+    out.append("")
+    out.append(f"{g['name']}, CuPy {rec['env']['versions']['cupy']}, commit {str(rec['env']['git_commit'])[:10]}, "
+               f"{rec['env']['date'][:10]}; best of {rec['settings'].get('rounds', '?')} rounds; a kernel slower "
+               f"than its call path makes the host wait (kernel µs shows when); record [{Path(rec['_path']).name}]"
+               f"({rec['_path']}).")
     return "\n".join(out)
 
 
 def diff_summary(name: str) -> str:
     """How far a stage's kernel.cu is from the previous stage's: the size of its one idea."""
-    import difflib  # noqa: PLC0415
-
-    import stages  # noqa: PLC0415
-
     st = stages.get(name)
     if not st.previous:
         return f"`{name}` is the starting point: {len(st.code().splitlines())} lines of kernel.cu."
@@ -122,13 +148,12 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 def write_all(dry_run: bool = False) -> list[Path]:
     """Rewrite every generated block; returns the files changed (or, dry, that would change)."""
-    import stages  # noqa: PLC0415
-
     recs = records.load_all()
     changed: list[Path] = []
     targets = [(records.REPO / "README.md", "stage-table", stage_table(recs)),
                (records.REPO / "README.md", "cpu-table", cpu_table(recs)),
-               (records.REPO / "cpu_reference" / "README.md", "cpu-table", cpu_table(recs))]
+               (records.REPO / "README.md", "overhead-table", overhead_table(recs)),
+               (records.REPO / "cpu_reference" / "README.md", "cpu-table", cpu_table(recs, "../"))]
     for name in stages.names():
         targets.append((stages.get(name).folder / "README.md", "measured", stage_measured(name, recs)))
         targets.append((stages.get(name).folder / "README.md", "diff", diff_summary(name)))

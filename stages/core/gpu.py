@@ -1,5 +1,6 @@
-"""Everything that touches CuPy or the CUDA driver lives behind these functions, imported lazily,
-so the package imports (and the CPU baseline, `list` and `inspect` run) on a machine with no GPU."""
+"""Everything that touches CuPy or the CUDA driver lives behind these functions. CuPy is imported
+lazily (it is optional: the package imports, and the CPU baseline, `list` and `inspect` run, on a
+machine with no GPU or no CuPy)."""
 from __future__ import annotations
 
 import ctypes
@@ -88,6 +89,13 @@ class DeviceInfo:
         return f"sm_{self.cc[0]}{self.cc[1]}"
 
 
+# The device a static report (`inspect`, a notebook with no GPU) plans a launch for: the H200
+# this project is measured on (132 SMs, 227 KiB of opt-in shared memory per block).
+REFERENCE_DEVICE = DeviceInfo(id=-1, name="NVIDIA H200 (reference, no GPU here)", cc=(9, 0),
+                              sm_count=132, sm_clock_mhz=1980, l2_bytes=62_914_560,
+                              smem_optin_bytes=232_448)
+
+
 @functools.lru_cache(maxsize=None)
 def _info(device_id: int) -> DeviceInfo:
     cp = cupy()
@@ -109,8 +117,7 @@ def current() -> DeviceInfo:
     ok, why = available()
     if not ok:
         raise UnsupportedDevice(why)
-    cp = cupy()
-    return _info(cp.cuda.Device().id)
+    return _info(current_device_id())
 
 
 def require(req: Requirement, stage_name: str) -> DeviceInfo:
@@ -149,13 +156,21 @@ def driver_string() -> str | None:
 
 
 def current_device_id() -> int:
-    return cupy().cuda.Device().id
+    """The current device's ordinal (cudaGetDevice: what every launch on this thread targets)."""
+    return cupy().cuda.runtime.getDevice()
+
+
+def device_of(arr) -> int:
+    """The GPU a CuPy array lives on (its memory pointer knows, without building a Device)."""
+    dev = getattr(arr.data, "device_id", None)
+    return arr.device.id if dev is None else dev
 
 
 def ensure_same_device(arr, name: str, cur: int):
     """Raise ValueError if `arr` (a CuPy array) lives on a GPU other than `cur`."""
-    if arr.device.id != cur:
+    dev = device_of(arr)
+    if dev != cur:
         raise ValueError(
-            f"{name} is on GPU {arr.device.id} but the current device is GPU {cur}; "
-            f"call inside `with cupy.cuda.Device({arr.device.id}):` or move it with cupy.asarray"
+            f"{name} is on GPU {dev} but the current device is GPU {cur}; "
+            f"call inside `with cupy.cuda.Device({dev}):` or move it with cupy.asarray"
         )

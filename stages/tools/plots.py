@@ -2,15 +2,24 @@
 
 Every function takes the records it plots, so a notebook can pass committed H200 records or a
 record it has just measured; the stage list always comes from the registry, so a stage that lands
-later appears in every figure by itself.
+later appears in every figure by itself. A stage's own "why" figure lives in its folder
+(`stages/<stage>/why.py`, a function `plot(recs, ax=None, gpu_substring="H200")`); a stage without
+one gets `generic_why`: its speed against size beside the previous stage and cuBLAS.
 """
 from __future__ import annotations
 
 import difflib
 import html
+import importlib
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
+
+import stages
+
 from . import records, report
+from .bench import datasheet
 
 STAGE_COLORS = ["#9e9e9e", "#ff9800", "#3f51b5", "#e91e63", "#009688", "#795548", "#673ab7"]
 CUBLAS_COLOR = "#000000"
@@ -57,12 +66,10 @@ def intensity(stage, m: int, n: int, k: int) -> float:
 
 # ---- overview figures -------------------------------------------------------------------------
 def _stage_list():
-    import stages  # noqa: PLC0415
-
     return [stages.get(n) for n in stages.names()] + [stages.get("cublas")]
 
 
-def _size_axis(ax, ylabel: str, title: str, sizes=(256, 512, 1024, 2048, 4096, 8192)):
+def size_axis(ax, ylabel: str, title: str, sizes=(256, 512, 1024, 2048, 4096, 8192)):
     """Log2 x axis of square sizes with plain tick labels, labels, grid and legend."""
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(sizes), [str(s) for s in sizes])
@@ -74,7 +81,7 @@ def _size_axis(ax, ylabel: str, title: str, sizes=(256, 512, 1024, 2048, 4096, 8
     ax.legend(fontsize=8)
 
 
-def _square_series(best: dict, name: str, field: str = "tflops") -> tuple[list, list]:
+def square_series(best: dict, name: str, field: str = "tflops") -> tuple[list, list]:
     """(sizes, values) of stage `name` over the square shapes in `best`, by size."""
     pts = sorted((m, e[field]) for (s, m, n, k), e in best.items() if s == name and m == n == k)
     return [p[0] for p in pts], [p[1] for p in pts]
@@ -87,11 +94,6 @@ def _color(i: int, name: str) -> str:
 def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring: str = "H200"):
     """Log-log roofline: HBM (and L2) roofs, fp32 and fp16 flat roofs (datasheet dashed,
     measured solid), the ridge point, every stage and cuBLAS at `shape`."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
-
-    from .bench import datasheet  # noqa: PLC0415
-
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 6))
     meas = ceilings(recs, gpu_substring) or {}
@@ -111,7 +113,7 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
         if meas.get("l2_read_tbps"):
             l2 = meas["l2_read_tbps"]
             ax.plot(x, np.minimum(x * l2, mt), "-.", color="#6a1b9a", lw=1.0,
-                    label=f"measured: L2 read {l2:.1f} TB/s (re-reads that hit L2)")
+                    label=f"measured: L2 read probe {l2:.1f} TB/s (a lower bound on L2, not a roof)")
     ridge = tensor / hbm
     ax.axvline(ridge, color="#90a4ae", lw=0.8)
     ax.scatter([ridge], [tensor], s=25, color="#1565c0", zorder=4)
@@ -127,9 +129,12 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
         ax.scatter([ai], [e["tflops"]], s=60, color=_color(i, st.name), zorder=5,
                    marker="*" if st.name == "cublas" else "o")
         value = f"{e['tflops']:.2g}" if e["tflops"] < 10 else f"{e['tflops']:.0f}"
-        offset = {"cublas": (-20, -26), "v2_cp_async": (-92, -4)}.get(st.name, (6, -4))
+        # Labels alternate below-right and above-left of their points, on a white ground, so a
+        # label never sits on a roof line unreadably; cuBLAS (a star) labels below.
+        offset = (-10, -30) if st.name == "cublas" else ((8, -22) if i % 2 == 0 else (-100, 8))
         ax.annotate(f"{st.name}\n{value} TFLOP/s", (ai, e["tflops"]), fontsize=8,
-                    textcoords="offset points", xytext=offset)
+                    textcoords="offset points", xytext=offset,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(0.1, 1e4)
@@ -145,8 +150,6 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
 def speedups(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring: str = "H200"):
     """Bars of TFLOP/s per stage in order (log scale), each annotated with its speedup over the
     stage before and its ratio to cuBLAS measured in the same run."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 4.5))
     best = latest(recs, gpu_substring)
@@ -176,26 +179,22 @@ def speedups(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
 
 def by_size(recs: list[dict], ax=None, gpu_substring: str = "H200"):
     """TFLOP/s against size for the square shapes recorded (256 .. 8192)."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 5))
     best = latest(recs, gpu_substring)
     for i, st in enumerate(_stage_list()):
-        sizes, tf = _square_series(best, st.name)
+        sizes, tf = square_series(best, st.name)
         if sizes:
             ax.plot(sizes, tf, "o-", color=_color(i, st.name), label=st.name,
                     lw=2 if st.name == "cublas" else 1.4)
     ax.set_yscale("log")
-    _size_axis(ax, "TFLOP/s", f"TFLOP/s against size, square fp16 GEMM, {gpu_substring}")
+    size_axis(ax, "TFLOP/s", f"TFLOP/s against size, square fp16 GEMM, {gpu_substring}")
     return ax
 
 
 # ---- walkthrough helpers ---------------------------------------------------------------------
 def idea_markdown(name: str) -> str:
     """The stage README up to its first level-2 section: the idea, rendered from the source."""
-    import stages  # noqa: PLC0415
-
     text = (stages.get(name).folder / "README.md").read_text()
     head = text.split("\n## ", 1)[0]
     return "\n".join(ln for ln in head.splitlines() if not ln.startswith("<!--"))
@@ -203,8 +202,6 @@ def idea_markdown(name: str) -> str:
 
 def kernel_diff_html(name: str, context: int = 2) -> str:
     """The diff of kernel.cu against the previous stage's, as colored HTML (from the sources)."""
-    import stages  # noqa: PLC0415
-
     st = stages.get(name)
     if not st.previous:
         body = html.escape(st.code())
@@ -235,118 +232,87 @@ def save(fig, name: str, folder: str | Path) -> Path:
     return path
 
 
-# ---- one plot per stage: why its idea helps ------------------------------------------------
-def why_v0_naive(recs: list[dict], ax=None, gpu_substring: str = "H200"):
-    """v0's time is set by load instructions: 32 scattered sectors per warp-wide load of B, one
-    sector per cycle per SM. The model (M*N*K/32 loads x 32 cycles / SMs / clock) against the
-    measured time, at every recorded size."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+# ---- one plot per stage: why its idea helps ----------------------------------------------------
+def generic_why(name: str, recs: list[dict], ax=None, gpu_substring: str = "H200"):
+    """The stage's TFLOP/s against size beside the previous stage and cuBLAS (the fallback for a
+    stage without a why.py of its own)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4.5))
     best = latest(recs, gpu_substring)
-    sizes, ms = _square_series(best, "v0_naive", "ms_median")
-    rec = next((r for r in reversed(recs) if (r["env"].get("gpu") or {}).get("name", "").find(gpu_substring) >= 0), None)
-    g = (rec or {}).get("env", {}).get("gpu") or {}
-    sms, mhz = g.get("sm_count", 132), float(g.get("sm_clock_max_mhz") or 1980)
-    model = [s**3 / 32 * 32 / sms / (mhz * 1e6) * 1e3 for s in sizes]
-    ax.plot(sizes, ms, "o-", label="v0_naive measured", color=STAGE_COLORS[0])
-    ax.plot(sizes, model, "--", label=f"model: 32 cycles per warp-wide B load, {sms} SMs at {mhz:.0f} MHz",
-            color="#c62828")
+    st = stages.get(name)
+    order = stages.names()
+    for other in [st.previous, name, "cublas"]:
+        if other:
+            sizes, tf = square_series(best, other)
+            if sizes:
+                i = order.index(other) if other in order else 0
+                ax.plot(sizes, tf, "o-", label=other, color=_color(i, other))
     ax.set_yscale("log")
-    _size_axis(ax, "ms", "v0: the load instructions predict the time", sizes)
+    size_axis(ax, "TFLOP/s", f"{name} against {st.previous or 'nothing'} and cuBLAS")
     return ax
 
 
-def why_v1_tiled(recs: list[dict], ax=None, gpu_substring: str = "H200"):
-    """Tiling raises the FLOP per byte requested 126x; the speed then meets the fp32 FMA roof."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    import stages  # noqa: PLC0415
-
-    if ax is None:
-        _, axes = plt.subplots(1, 2, figsize=(10, 4))
-    else:
-        axes = ax
-    best = latest(recs, gpu_substring)
-    names = ["v0_naive", "v1_tiled"]
-    ai = [intensity(stages.get(n), 4096, 4096, 4096) for n in names]
-    tf = [(best.get((n, 4096, 4096, 4096)) or {}).get("tflops", 0) for n in names]
-    axes[0].bar(names, ai, color=STAGE_COLORS[:2])
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("FLOP per byte requested (4096^3)")
-    axes[0].set_title("data reuse from the tiling")
-    for i, v in enumerate(ai):
-        axes[0].annotate(f"{v:.1f}", (i, v), ha="center", va="bottom")
-    axes[1].bar(names, tf, color=STAGE_COLORS[:2])
-    from .bench import datasheet  # noqa: PLC0415
-
-    meas = ceilings(recs, gpu_substring) or {}
-    fp32 = (meas.get("datasheet") or datasheet(gpu_substring))["fp32_tflops"]
-    axes[1].axhline(fp32, ls="--", color="#1565c0", label=f"fp32 FMA datasheet {fp32}")
-    if meas:
-        axes[1].axhline(meas["fp32_ffma_tflops"], color="#c62828",
-                        label=f"fp32 FFMA loop, measured {meas['fp32_ffma_tflops']:.1f}")
-    axes[1].set_yscale("log")
-    axes[1].set_ylabel("TFLOP/s (4096^3)")
-    axes[1].set_title("speed against the CUDA-core roof")
-    axes[1].legend(fontsize=8)
-    for i, v in enumerate(tf):
-        axes[1].annotate(f"{v:.1f}", (i, v), ha="center", va="bottom")
-    return axes
+def _why_module(name: str):
+    try:
+        return importlib.import_module(f"stages.{stages.get(name).base_name}.why")
+    except ModuleNotFoundError:
+        return None
 
 
-def _tuning_bars(name: str, ax, title: str):
-    """Bars of every tuning variant of `name` recorded under results/tuning/."""
-    recs = records.load_all(records.RESULTS / "tuning")
+def why_doc(name: str) -> str:
+    """What the stage's "why" figure shows (its docstring)."""
+    mod = _why_module(name)
+    return (mod.plot.__doc__ if mod else generic_why.__doc__).strip()
+
+
+def why(name: str, recs: list[dict], gpu_substring: str = "H200", ax=None):
+    """The walkthrough's plot for stage `name`: stages/<name>/why.py, else `generic_why`."""
+    mod = _why_module(name)
+    if mod is None:
+        return generic_why(name, recs, ax=ax, gpu_substring=gpu_substring)
+    return mod.plot(recs, ax=ax, gpu_substring=gpu_substring)
+
+
+def tuning_rows(name: str) -> list[tuple]:
+    """(variant, shape, TFLOP/s, x cuBLAS) of every tuning variant of `name` in results/tuning/."""
     rows = []
-    for rec in recs:
+    for rec in records.load_all(records.RESULTS / "tuning"):
         for e in rec.get("results", []):
             if e.get("status") == "ok" and e["stage"].startswith(name + "["):
-                rows.append((e["stage"][len(name):], f"{e['m']}^3" if e["m"] == e["n"] == e["k"] else
-                             f"{e['m']}x{e['n']}x{e['k']}", e["tflops"], e.get("ratio_cublas")))
-    shapes = sorted({r[1] for r in rows}, key=lambda s: int(s.split("^")[0].split("x")[0]))
+                shape = f"{e['m']}³" if e["m"] == e["n"] == e["k"] else f"{e['m']}x{e['n']}x{e['k']}"
+                rows.append((e["stage"][len(name):], shape, e["tflops"], e.get("ratio_cublas")))
+    return rows
+
+
+def tuning_bars(name: str, ax, title: str, shipped: dict | None = None):
+    """Horizontal bars of every tuning variant of `name` (one colour per shape), the shipped
+    configuration marked."""
+    rows = tuning_rows(name)
+    shapes = sorted({r[1] for r in rows}, key=lambda s: int(s.rstrip("³").split("x")[0]))
     variants = list(dict.fromkeys(r[0] for r in rows))
-    width = 0.8 / max(len(shapes), 1)
+    height = 0.8 / max(len(shapes), 1)
     for j, shape in enumerate(shapes):
         vals = {r[0]: r[2] for r in rows if r[1] == shape}
-        ax.bar([i + j * width for i in range(len(variants))], [vals.get(v, 0) for v in variants],
-               width=width, label=shape, color=STAGE_COLORS[(j + 2) % len(STAGE_COLORS)])
-    ax.set_xticks([i + width * (len(shapes) - 1) / 2 for i in range(len(variants))], variants,
-                  rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("TFLOP/s")
+        ys = [i + j * height for i in range(len(variants))]
+        ax.barh(ys, [vals.get(v, 0) for v in variants], height=height, label=shape,
+                color=STAGE_COLORS[(j + 2) % len(STAGE_COLORS)])
+        for y, v in zip(ys, variants):
+            if v in vals:
+                ax.annotate(f"{vals[v]:.0f}", (vals[v], y), va="center", fontsize=8,
+                            textcoords="offset points", xytext=(3, 0))
+    labels = []
+    for v in variants:
+        cfg = dict(kv.split("=") for kv in v.strip("[]").split(",") if "=" in kv)
+        mark = shipped is not None and all(str(shipped.get(key)) == val for key, val in cfg.items())
+        labels.append(v.strip("[]").replace(",", ", ") + ("  (shipped)" if mark else ""))
+    ax.set_yticks([i + height * (len(shapes) - 1) / 2 for i in range(len(variants))], labels, fontsize=9)
+    for tick, label in zip(ax.get_yticklabels(), labels):
+        if label.endswith("(shipped)"):
+            tick.set_fontweight("bold")
+    ax.invert_yaxis()
+    ax.set_xlim(0, max((r[2] for r in rows), default=1) * 1.25)
+    ax.set_xlabel("TFLOP/s (H200, L2 flushed before each run)")
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(True, axis="y", alpha=0.25)
+    ax.legend(fontsize=8, loc="upper right", title="M = N = K")
+    ax.grid(True, axis="x", alpha=0.25)
     return ax
-
-
-def why_v2_cp_async(recs: list[dict], ax=None, gpu_substring: str = "H200"):
-    """Pipeline depth and tile shape: every variant of the tuning sweep, two sizes."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(10, 4.5))
-    return _tuning_bars("v2_cp_async", ax, "v2 variants: stages in flight, tile width, warp tile")
-
-
-def why_v3_wgmma_tma(recs: list[dict], ax=None, gpu_substring: str = "H200"):
-    """The Hopper path against v2 across sizes: the gap opens as the GEMM fills the GPU."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4.5))
-    best = latest(recs, gpu_substring)
-    for i, name in ((2, "v2_cp_async"), (3, "v3_wgmma_tma"), (None, "cublas")):
-        ax.plot(*_square_series(best, name), "o-", label=name,
-                color=CUBLAS_COLOR if i is None else STAGE_COLORS[i])
-    _size_axis(ax, "TFLOP/s", "mma.sync + cp.async (v2) against wgmma + TMA (v3)")
-    return ax
-
-
-def why(name: str, recs: list[dict], gpu_substring: str = "H200"):
-    """The walkthrough's plot for stage `name` (each stage registers one here)."""
-    fn = globals().get(f"why_{name}")
-    if fn is None:
-        raise KeyError(f"no walkthrough plot for {name}: add why_{name} to stages/harness/plots.py")
-    return fn(recs, gpu_substring=gpu_substring)

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
+import struct
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import gpu
 from .errors import CompileError
 
 
@@ -30,7 +34,7 @@ def cache_dir() -> Path:
 
 def _nvrtc():
     try:
-        from cuda.bindings import nvrtc  # noqa: PLC0415
+        from cuda.bindings import nvrtc  # noqa: PLC0415  (optional GPU dependency)
     except ImportError:
         try:
             from cuda import nvrtc  # noqa: PLC0415  (cuda-python < 12.6 layout)
@@ -62,7 +66,7 @@ def include_dirs() -> tuple[str, ...]:
     """Where cuda_fp16.h lives: the CUDA runtime wheel, else a toolkit at CUDA_PATH/CUDA_HOME."""
     dirs = []
     try:
-        import cuda.pathfinder as pf  # noqa: PLC0415
+        import cuda.pathfinder as pf  # noqa: PLC0415  (optional GPU dependency)
 
         found = pf.find_nvidia_header_directory("cudart")
         if found:
@@ -87,6 +91,40 @@ class Compiled:
     def cubin(self) -> bytes:
         return self.cubin_path.read_bytes()
 
+    def constant(self, symbol: str, default: int | None = None) -> int | None:
+        """The value of an `extern "C" __device__ const unsigned` in the cubin (see elf_u32)."""
+        return elf_u32(self.cubin, symbol, default)
+
+    def has_ptxas_report(self, kernel: str) -> bool:
+        return f"Function properties for {kernel}" in self.log and "Used " in self.log
+
+
+def elf_u32(cubin: bytes, symbol: str, default: int | None = None) -> int | None:
+    """Read a 4-byte initialised device variable from a cubin (an ELF64 file), no GPU needed.
+
+    A kernel names its own sizes once, e.g. `extern "C" __device__ const unsigned
+    gemm_smem_bytes = sizeof(SharedStorage);`, and the harness reads the value here instead of
+    repeating the formula in Python: the launch and the kernel cannot disagree.
+    """
+
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
+        raise CompileError("not an ELF64 cubin")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    for sh_name, sh_type, _, _, sh_offset, sh_size, sh_link, _, _, sh_entsize in sections:
+        if sh_type != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh_link]
+        for off in range(sh_offset, sh_offset + sh_size, sh_entsize):
+            st_name, _, _, st_shndx, st_value, st_size = struct.unpack_from("<IBBHQQ", cubin, off)
+            start = strtab[4] + st_name
+            name = cubin[start:cubin.index(b"\0", start)].decode()
+            if name == symbol and st_size == 4 and 0 < st_shndx < shnum:
+                data_off = sections[st_shndx][4] + st_value
+                return struct.unpack_from("<I", cubin, data_off)[0]
+    return default
+
 
 def options_for(arch: str, defines: dict) -> tuple[str, ...]:
     opts = [f"-arch={arch}", "--std=c++17", "-lineinfo", "--ptxas-options=-v", "--ptxas-options=--warn-on-spills"]
@@ -95,14 +133,16 @@ def options_for(arch: str, defines: dict) -> tuple[str, ...]:
     return tuple(opts)
 
 
-def compile_cubin(source: str, name: str, arch: str, defines: dict | None = None) -> Compiled:
-    """Compile CUDA C++ `source` for `arch` (e.g. "sm_90a") with -D`defines`; cached on disk."""
+def compile_cubin(source: str, name: str, arch: str, defines: dict | None = None,
+                  fresh: bool = False) -> Compiled:
+    """Compile CUDA C++ `source` for `arch` (e.g. "sm_90a") with -D`defines`; cached on disk
+    (cubin and the compiler's log together). `fresh=True` ignores the cache and recompiles."""
     opts = options_for(arch, defines or {})
     key_opts = [o for o in opts if not o.startswith("-I")]  # header location does not change code
     key = hashlib.sha256("\0".join([source, nvrtc_version(), *key_opts]).encode()).hexdigest()[:24]
     folder = cache_dir()
     cubin_path, log_path = folder / f"{name}-{arch}-{key}.cubin", folder / f"{name}-{arch}-{key}.log"
-    if cubin_path.exists() and log_path.exists():
+    if not fresh and cubin_path.exists() and log_path.exists():
         return Compiled(cubin_path, log_path.read_text(), arch, opts)
 
     nvrtc = _nvrtc()
@@ -129,6 +169,27 @@ def compile_cubin(source: str, name: str, arch: str, defines: dict | None = None
     return Compiled(cubin_path, log, arch, opts)
 
 
+def compile_in_fresh_process(source: str, name: str, arch: str, defines: dict | None = None) -> Compiled:
+    """The same compile as `compile_cubin(fresh=True)`, done by a new Python process.
+
+    Why: NVRTC 13.0 (measured on the H200, 2026-11-30) returns a program log without ptxas's
+    report (registers, stack frame, spills) when the same program was compiled before in the
+    same process, so a report read after a GPU run would be empty. A new process has no such
+    history; its cubin and log land in the same cache entry, which is then read back here.
+    """
+    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as fh:
+        fh.write(source)
+    try:
+        job = json.dumps({"source": fh.name, "name": name, "arch": arch, "defines": defines or {}})
+        res = subprocess.run([sys.executable, "-m", "stages.core.compiler", job], capture_output=True,
+                             text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+        if res.returncode:
+            raise CompileError(f"compiling {name} in a fresh process failed:\n{res.stderr[-3000:]}")
+    finally:
+        os.unlink(fh.name)
+    return compile_cubin(source, name, arch, defines)
+
+
 def ptxas_warnings(log: str) -> list[str]:
     """ptxas/NVRTC warning lines (e.g. C7515 wgmma serialized, C7511 too few registers)."""
     return [ln.strip() for ln in log.splitlines() if re.search(r"\bwarning\b", ln, re.I)]
@@ -136,8 +197,6 @@ def ptxas_warnings(log: str) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _module(cubin_path: str, device_id: int):
-    from . import gpu  # noqa: PLC0415
-
     cp = gpu.cupy()
     with cp.cuda.Device(device_id):
         return cp.RawModule(path=cubin_path)
@@ -154,7 +213,7 @@ def load_function(compiled: Compiled, kernel: str, device_id: int, dynamic_smem:
 def tool(name: str) -> str | None:
     """Path of a CUDA binary utility (cuobjdump, nvdisasm): the pip wheel first, then PATH."""
     try:
-        import cuda.pathfinder as pf  # noqa: PLC0415
+        import cuda.pathfinder as pf  # noqa: PLC0415  (optional GPU dependency)
 
         found = pf.find_nvidia_binary_utility(name)
         if found:
@@ -166,3 +225,8 @@ def tool(name: str) -> str | None:
             return candidate
     venv_bin = Path(sys.prefix) / "bin" / name
     return str(venv_bin) if venv_bin.exists() else None
+
+
+if __name__ == "__main__":  # compile_in_fresh_process's child: one fresh compile into the cache
+    _job = json.loads(sys.argv[1])
+    compile_cubin(Path(_job["source"]).read_text(), _job["name"], _job["arch"], _job["defines"], fresh=True)

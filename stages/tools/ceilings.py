@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import bench, compiler, gpu
+import stages
+from stages.core import compiler, gpu
+
+from . import bench, records, verify
+from .timing import L2Flusher, tflops, time_gpu
 
 FFMA_SRC = r"""
 // FFMA_CHAINS independent multiply-add chains per thread: enough to cover the 4-cycle latency.
@@ -50,7 +54,7 @@ def measure(reps: int = 10) -> dict:
     out = {"gpu": dev.name, "datasheet": bench.datasheet(dev.name)}
 
     def median_ms(fn):  # events around each call, no L2 flush: these kernels set their own traffic
-        return bench.time_gpu(fn, reps=reps, warmup=1).median
+        return time_gpu(fn, reps=reps, warmup=1).median
 
     n = 1 << 30  # 2 GiB of fp16 each way
     src, dst = cp.ones(n, dtype=cp.float16), cp.empty(n, dtype=cp.float16)
@@ -74,22 +78,16 @@ def measure(reps: int = 10) -> dict:
     ms = median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters))))
     out["fp32_ffma_tflops"] = 2.0 * chains * iters * blocks * threads / (ms * 1e-3) / 1e12
 
-    import stages  # noqa: PLC0415
-
-    from . import verify  # noqa: PLC0415
-
     m = 8192
     a, b = verify.random_operands(m, m, m, 1, cp)
     run = stages.get("cublas").prepare(a, b)
-    t = bench.time_gpu(run, reps=20, warmup=3, flush=bench.L2Flusher(dev.l2_bytes))
-    out["fp16_tensor_cublas_tflops"] = bench.tflops(m, m, m, t.median)
+    t = time_gpu(run, reps=20, warmup=3, flush=L2Flusher(dev.l2_bytes))
+    out["fp16_tensor_cublas_tflops"] = tflops(m, m, m, t.median)
     return out
 
 
 def record() -> dict:
     """Measure and wrap as a results/ record (kind "ceilings")."""
-    from . import records  # noqa: PLC0415
-
-    env = records.environment()
-    return {"schema": records.SCHEMA, "kind": "ceilings", "env": env, "ceilings": measure(),
-            "results": [], "cpu": []}
+    rec = records.new_record("ceilings")
+    rec["ceilings"] = measure()
+    return rec

@@ -8,7 +8,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from . import compiler
+from stages.core import compiler, gpu
 
 # Instruction families worth naming in a GEMM, in the order a reader meets them.
 FAMILIES = {
@@ -64,8 +64,11 @@ class Report:
 
     @property
     def failures(self) -> list[str]:
-        """Everything that makes a kernel slow by construction: spills, local memory, C7515/C7511."""
+        """Everything that makes a kernel slow by construction: spills, local memory, C7515/C7511;
+        and a report that could not be read (unknown is not zero)."""
         out = []
+        if self.spill_stores is None or self.spill_loads is None or self.registers is None:
+            out.append("ptxas report missing: registers/spills unknown")
         if self.spill_stores or self.spill_loads:
             out.append(f"spills: {self.spill_stores} B stored, {self.spill_loads} B loaded")
         if self.local_memory:
@@ -76,7 +79,7 @@ class Report:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in (
             "stage", "kernel", "arch", "nvrtc", "registers", "static_smem", "dynamic_smem",
-            "stack_frame", "spill_stores", "spill_loads", "local_memory", "warnings", "opcodes")}
+            "stack_frame", "spill_stores", "spill_loads", "local_memory", "warnings", "opcodes", "failures")}
 
     def render(self) -> str:
         def b(x):
@@ -85,7 +88,7 @@ class Report:
             f"{self.stage}  kernel {self.kernel}, compiled for {self.arch} by NVRTC {self.nvrtc}",
             f"  registers/thread  {self.registers}",
             f"  shared memory     static {b(self.static_smem)}, dynamic {b(self.dynamic_smem)}"
-            " (launch geometry at 4096^3)",
+            " (as the kernel defines it: gemm_smem_bytes)",
             f"  local memory      {b(self.local_memory)} (stack frame {b(self.stack_frame)}, "
             f"spill stores {b(self.spill_stores)}, spill loads {b(self.spill_loads)})",
             "  ptxas warnings    " + ("; ".join(self.warnings) if self.warnings else "none"),
@@ -112,7 +115,7 @@ def _int(pattern: str, text: str) -> int | None:
 def parse_ptxas(log: str, kernel: str) -> dict:
     """Registers, stack frame and spills for `kernel` from a `ptxas -v` log."""
     i = log.find(f"Function properties for {kernel}")
-    part = log[i:] if i >= 0 else log
+    part = log[i:] if i >= 0 else ""  # no report for this kernel: unknown, never another's figures
     return {
         "stack_frame": _int(r"(\d+) bytes stack frame", part),
         "spill_stores": _int(r"(\d+) bytes spill stores", part),
@@ -156,12 +159,18 @@ def sass(cubin_path: str) -> str:
 
 
 def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096)) -> Report:
-    """Compile `stage` for `arch` (no GPU needed) and report on its kernel."""
+    """Compile `stage` for `arch` (no GPU needed) and report on its kernel.
+
+    The report never depends on what ran before: a cubin whose log lacks ptxas's report for this
+    kernel (a cache entry, or NVRTC's own in-process reuse) is compiled again in a fresh process
+    to get it; a report still missing then is a failure, never a zero."""
     compiled = stage.compile(arch)
+    if not compiled.has_ptxas_report(stage.kernel):
+        compiled = stage.compile(arch, fresh=True)
     rep = Report(stage=stage.name, kernel=stage.kernel, arch=arch, nvrtc=compiler.nvrtc_version())
     for key, val in parse_ptxas(compiled.log, stage.kernel).items():
         setattr(rep, key, val)
-    rep.dynamic_smem = stage.launch_for(*problem).shared_mem
+    rep.dynamic_smem = stage.launch_for(*problem, dev=gpu.REFERENCE_DEVICE, compiled=compiled).shared_mem
     rep.warnings = compiler.ptxas_warnings(compiled.log)
     try:
         usage = resource_usage(str(compiled.cubin_path), stage.kernel)

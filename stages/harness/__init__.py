@@ -1,1 +1,0 @@
-"""The harness: the only code that compiles, launches, verifies, times, inspects and reports."""

@@ -1,0 +1,225 @@
+"""Benchmark records: what machine, what software, what commit, what was measured.
+
+A run is not a publication. Every run writes its record to results/runs/ (git-ignored) unless
+told otherwise; `--publish` writes it to results/ (tuning sweeps to results/tuning/), and only
+published records feed the README tables and the notebooks' recorded figures
+(`python -m stages report --write`). A record is checked against its schema before it is
+written (`validate`), so a record that misses a field or says "ok" about a failed check never
+lands.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from stages.core import compiler, gpu
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "results"          # published records (committed)
+RUNS = RESULTS / "runs"             # ad-hoc runs (git-ignored)
+SCHEMA = 1
+KINDS = ("bench", "tune", "ceilings", "overhead", "profile", "stress")
+STATUSES = ("ok", "failed", "skipped")
+# Fields every entry of a given status carries, by record kind and list.
+_OK_FIELDS = {
+    ("bench", "results"): ("stage", "m", "n", "k", "dtype", "ms_median", "ms_p20", "ms_p80", "reps",
+                           "tflops", "rel_err", "bound_ratio", "verified", "pct_peak", "ratio_cublas"),
+    ("bench", "cpu"): ("stage", "m", "n", "k", "dtype", "ms_best", "ms_median", "ms_p20", "ms_p80",
+                       "reps", "gflops", "rel_err", "ratio_numpy"),
+    ("overhead", "results"): ("stage", "m", "n", "k", "calls", "us_per_call", "ratio_cupy_matmul"),
+}
+_OK_FIELDS[("tune", "results")] = _OK_FIELDS[("bench", "results")]
+_OK_FIELDS[("tune", "cpu")] = _OK_FIELDS[("bench", "cpu")]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_commit() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the checkout; $GEMM_STAGES_COMMIT where the tree has no .git (device)."""
+    env = os.environ.get("GEMM_STAGES_COMMIT")
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode == 0:
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                   cwd=REPO, capture_output=True, text=True, timeout=10)
+            return head.stdout.strip(), bool(dirty.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return env, None
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment() -> dict:
+    """Everything a reader needs to judge a number: GPU, driver, CUDA, library versions, commit."""
+    commit, dirty = git_commit()
+    env = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "host": {"cpu": cpu_name(), "cores": os.cpu_count(), "platform": platform.platform()},
+        "versions": {
+            "python": sys.version.split()[0],
+            "numpy": _version("numpy"),
+            "numba": _version("numba"),
+            "cupy": next((v for v in (_version("cupy-cuda12x"), _version("cupy-cuda13x"),
+                                      _version("cupy")) if v), None),
+            "cuda_bindings": _version("cuda-bindings"),
+        },
+        "gpu": None,
+    }
+    try:
+        env["versions"]["nvrtc"] = compiler.nvrtc_version()
+    except Exception:
+        env["versions"]["nvrtc"] = None
+    ok, why = gpu.available()
+    if not ok:
+        env["gpu_unavailable"] = why
+        return env
+    cp = gpu.cupy()
+    dev = gpu.current()
+    smi = gpu.driver_string()  # "580.159.04, 1980, 1980" (driver, current SM MHz, max SM MHz)
+    smi_fields = [f.strip() for f in smi.split(",")] if smi else []
+    env["gpu"] = {
+        "name": dev.name,
+        "compute_capability": f"{dev.cc[0]}.{dev.cc[1]}",
+        "sm_count": dev.sm_count,
+        "sm_clock_max_mhz": dev.sm_clock_mhz or (smi_fields[2] if len(smi_fields) > 2 else None),
+        "sm_clock_idle_mhz": smi_fields[1] if len(smi_fields) > 1 else None,
+        "l2_bytes": dev.l2_bytes,
+        "driver": smi_fields[0] if smi_fields else None,
+        "cuda_driver_api": cp.cuda.runtime.driverGetVersion(),
+        "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+    }
+    return env
+
+
+def new_record(kind: str, settings: dict | None = None) -> dict:
+    """An empty record of `kind` with the environment filled in."""
+    return {"schema": SCHEMA, "kind": kind, "env": environment(), "settings": dict(settings or {}),
+            "results": [], "cpu": []}
+
+
+def validate(record: dict) -> list[str]:
+    """Schema problems of a record (empty when it is sound)."""
+    problems = []
+    for key in ("schema", "kind", "env", "settings", "results", "cpu"):
+        if key not in record:
+            problems.append(f"missing top-level field {key!r}")
+    if problems:
+        return problems
+    if record["schema"] != SCHEMA:
+        problems.append(f"schema {record['schema']!r}, expected {SCHEMA}")
+    if record["kind"] not in KINDS:
+        problems.append(f"kind {record['kind']!r} not one of {KINDS}")
+    env = record["env"]
+    for key in ("date", "git_commit", "git_dirty", "host", "versions", "gpu"):
+        if key not in env:
+            problems.append(f"env lacks {key!r}")
+    for part in ("results", "cpu"):
+        required = _OK_FIELDS.get((record["kind"], part), ("stage",))
+        for i, e in enumerate(record[part]):
+            where = f"{part}[{i}] ({e.get('stage', '?')})"
+            status = e.get("status")
+            if status not in STATUSES:
+                problems.append(f"{where}: status {status!r} not one of {STATUSES}")
+            elif status == "ok":
+                missing = [f for f in required if f not in e]
+                if missing:
+                    problems.append(f"{where}: ok entry lacks {missing}")
+                if e.get("verified") is False:
+                    problems.append(f"{where}: status ok but verified is False")
+                for f in ("tflops", "gflops", "ms_median", "us_per_call"):
+                    if f in e and not (isinstance(e[f], (int, float)) and e[f] > 0):
+                        problems.append(f"{where}: {f}={e[f]!r} is not a positive number")
+            elif not e.get("reason"):
+                problems.append(f"{where}: status {status} without a reason")
+    if record["kind"] in ("bench", "tune") and record["env"].get("gpu") and record["results"]:
+        if "reps" not in record["settings"]:
+            problems.append("settings lack reps")
+    return problems
+
+
+def measured(record: dict) -> bool:
+    """Did the run measure anything (an entry that ran, passed or failed)? If not: no record."""
+    if record.get("kind") == "ceilings":
+        return bool(record.get("ceilings"))
+    return any(e.get("status") in ("ok", "failed") for e in record["results"] + record["cpu"])
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def default_path(record: dict, publish: bool = False) -> Path:
+    """results/runs/<stamp>-<machine>[-<kind>].json, or under results/ (tuning/) when published;
+    never the name of an existing file."""
+    env = record["env"]
+    who = slug(env["gpu"]["name"]) if env.get("gpu") else "cpu-" + slug(env["host"]["cpu"])[:24]
+    stamp = env["date"].replace(":", "").replace("-", "")[:15]
+    kind = record.get("kind", "bench")
+    folder = (RESULTS / "tuning" if kind == "tune" else RESULTS) if publish else RUNS
+    stem = f"{stamp}-{who}" + ("" if kind in ("bench", "tune") else f"-{kind}")
+    path, i = folder / f"{stem}.json", 2
+    while path.exists():
+        path, i = folder / f"{stem}-{i}.json", i + 1
+    return path
+
+
+def write(record: dict, path: str | os.PathLike | None = None, publish: bool = False) -> Path:
+    """Validate and write a record: to `path`, else results/runs/ (or results/ when publishing)."""
+    problems = validate(record)
+    if problems:
+        raise ValueError("refusing to write an unsound record: " + "; ".join(problems[:10]))
+    path = Path(path) if path else default_path(record, publish)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def load_all(folder: Path = RESULTS) -> list[dict]:
+    """Every published record in `folder` (results/ by default; not results/runs/), oldest first."""
+    recs = []
+    for p in sorted(folder.glob("*.json")):
+        try:
+            rec = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if rec.get("schema") == SCHEMA:
+            rec["_path"] = str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
+            recs.append(rec)
+    return sorted(recs, key=lambda r: r["env"]["date"])
+
+
+def latest_results(records: list[dict], gpu_substring: str = "H200") -> dict:
+    """(stage, m, n, k) -> (entry, record) from the newest record on a matching GPU."""
+    best = {}
+    for rec in records:
+        g = rec["env"].get("gpu") or {}
+        if rec.get("kind", "bench") != "bench" or gpu_substring not in (g.get("name") or ""):
+            continue
+        for e in rec.get("results", []):
+            if e.get("status") == "ok":
+                best[(e["stage"], e["m"], e["n"], e["k"])] = (e, rec)
+    return best

@@ -1,0 +1,104 @@
+"""How time is measured, and nothing else (bench.py runs benchmarks with it).
+
+GPU: CUDA events around the launch alone; before each timed launch a buffer several times the L2
+size is overwritten, so every repeat reads A and B from HBM as a real GEMM in a model would. The
+flush is queued ahead of the start event and takes longer than the host needs to enqueue the
+launch, so the events bracket the kernel alone.
+
+Host: wall-clock time of back-to-back calls (the call path's overhead, `host_per_call`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stages.core import gpu
+
+
+def tflops(m: int, n: int, k: int, ms: float) -> float:
+    """The one place throughput is computed: 2*M*N*K floating-point operations in `ms` ms."""
+    return 2.0 * m * n * k / (ms * 1e-3) / 1e12
+
+
+@dataclass
+class Timing:
+    ms: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.ms))
+
+    @property
+    def best(self) -> float:
+        return float(np.min(self.ms))
+
+    @property
+    def p20(self) -> float:
+        return float(np.percentile(self.ms, 20))
+
+    @property
+    def p80(self) -> float:
+        return float(np.percentile(self.ms, 80))
+
+
+class L2Flusher:
+    """Overwrites a buffer of max(256 MiB, 4 x L2) bytes: evicts A, B and C from L2."""
+
+    def __init__(self, l2_bytes: int):
+        cp = gpu.cupy()
+        self.nbytes = max(256 << 20, 4 * l2_bytes)
+        self._buf = cp.empty(self.nbytes // 4, dtype=cp.int32)
+        self._i = 0
+
+    def __call__(self):
+        self._i += 1
+        self._buf.fill(self._i)
+
+
+def time_gpu(run, reps: int = 30, warmup: int = 5, flush: L2Flusher | None = None) -> Timing:
+    """Samples (ms) of `run()` (a prepared launch) with CUDA events around it alone."""
+    cp = gpu.cupy()
+    for _ in range(warmup):
+        run()
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
+    for start, end in events:
+        if flush is not None:
+            flush()
+        start.record()
+        run()
+        end.record()
+    events[-1][1].synchronize()
+    return Timing([cp.cuda.get_elapsed_time(s, e) for s, e in events])
+
+
+def time_cpu(fn, reps: int = 7, warmup: int = 1) -> Timing:
+    """Wall-clock samples (ms) of a host function."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return Timing(samples)
+
+
+def host_per_call(fn, calls: int = 1000, warmup: int = 50, rounds: int = 5) -> Timing:
+    """Host wall time per call (microseconds) of `calls` back-to-back calls of `fn`, best-of
+    `rounds` rounds (samples are per-call averages of each round). The device is synchronised
+    before each round and after it, outside the timed region... except that a queue that fills
+    up blocks the host: a kernel slower than its call path makes this the kernel's time."""
+    cp = gpu.cupy()
+    for _ in range(warmup):
+        fn()
+    cp.cuda.get_current_stream().synchronize()
+    samples = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t0) / calls * 1e6)
+        cp.cuda.get_current_stream().synchronize()
+    return Timing(samples)

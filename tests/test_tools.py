@@ -1,0 +1,479 @@
+"""The tools' own arithmetic and bookkeeping: timing, the judge, records, reports, inspect, the CLI.
+
+Each test pins one behaviour that a plausible mutation of the tools would break (a looser limit,
+a check never made, a field dropped, an exit code ignored); no GPU needed.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import stages
+from stages.core import gpu
+from stages.core.contract import Constraints
+from stages.tools import bench, cli, inspect, records, report, timing, verify
+
+
+# ---- timing -------------------------------------------------------------------------------------
+def test_tflops_is_two_mnk_over_time():
+    assert timing.tflops(4096, 4096, 4096, 1.0) == pytest.approx(137.438953472)
+    assert timing.tflops(1, 2, 3, 1e-3) == pytest.approx(12e-6)
+
+
+def test_peak_table_matches_longest_name():
+    assert bench.peak_for("NVIDIA H200") == 989.4
+    assert bench.peak_for("NVIDIA H100 PCIe") == 756.0
+    assert bench.peak_for("Some Future GPU") is None
+
+
+def test_timing_percentiles():
+    t = timing.Timing([float(x) for x in range(1, 11)])
+    assert t.median == 5.5 and t.p20 == pytest.approx(2.8) and t.p80 == pytest.approx(8.2) and t.best == 1.0
+
+
+def test_progress_counts_every_item_once(capsys):
+    bar = bench.Progress(3)
+    for i in range(3):
+        bar.set_description_str(f"item {i}")
+        bar.update()
+    err = capsys.readouterr().err
+    assert "[1/3] item 0" in err and "[2/3] item 1" in err and "[3/3] item 2" in err
+
+
+# ---- shapes -------------------------------------------------------------------------------------
+def test_checklist_is_the_articles_grid_plus_large_k():
+    shapes = verify.checklist_shapes()
+    assert len(shapes) == 8**3 + len(verify.LARGE_K)
+    assert (1, 1, 1) in shapes and (129, 1024, 17) in shapes and (128, 128, 16384) in shapes
+    tiled = verify.checklist_shapes(Constraints(m_multiple=128, n_multiple=128, k_multiple=32))
+    assert tiled and all(m % 128 == 0 and n % 128 == 0 and k % 32 == 0 for m, n, k in tiled)
+    assert (128 * 17, 128 * 3, 32 * 5) in tiled, "tile multiples beyond the grid are added"
+
+
+# ---- the judge: each criterion able to fail alone -------------------------------------------------
+def _judged(c, ref, mag, m=None, n=None):
+    chk = verify.Check("t", m or ref.shape[0], n or ref.shape[1], 1, seed=0)
+    return verify.judge_output(chk, c, ref, mag, np)
+
+
+@pytest.fixture
+def exact():
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal((64, 48)) * 10
+    return ref, np.zeros_like(ref)  # mag 0: only the ulp term of the bound is in play
+
+
+def test_a_correctly_rounded_result_passes():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 256)).astype(np.float16)
+    b = rng.standard_normal((48, 256)).astype(np.float16)
+    ref, mag = verify.reference(a, b, np)
+    chk = _judged(ref.astype(np.float32).astype(np.float16), ref, mag)
+    assert chk.passed and chk.rel_fro < verify.REL_FRO_EXPECT and chk.worst_bound_ratio < 0.6
+
+
+def test_unwritten_elements_fail_alone(exact):
+    ref, mag = exact
+    c = ref.copy()
+    c[3, 5] = np.nan
+    chk = _judged(c, ref, mag)
+    assert not chk.passed and chk.reason == "1 output elements never written (still NaN)"
+
+
+def test_aggregate_error_fails_alone(exact):
+    """Every element 1.5 half-ulps off: inside the per-element bound (2 half-ulps), but 7.3e-4
+    relative overall, which no correctly rounded result reaches (at most 2^-11 = 4.9e-4)."""
+    ref, mag = exact
+    chk = _judged(ref * (1 + 1.5 * 2.0**-11), ref, mag)
+    assert chk.worst_bound_ratio <= 1.0
+    assert not chk.passed and chk.reason.startswith("relative Frobenius error 7.3")
+
+
+def test_aggregate_is_not_judged_on_tiny_outputs(exact):
+    ref, mag = exact
+    chk = _judged((ref * (1 + 1.5 * 2.0**-11))[:4, :4], ref[:4, :4], mag[:4, :4])
+    assert chk.passed  # 16 elements: the per-element bound alone judges
+
+
+def test_one_element_over_its_ulp_bound_fails_alone(exact):
+    ref, mag = exact
+    c = ref.copy()
+    c[7, 7] *= 1 + 3 * 2.0**-11  # 3 half-ulps: invisible in the norm
+    chk = _judged(c, ref, mag)
+    assert chk.rel_fro < verify.REL_FRO_FAIL
+    assert not chk.passed and "1.5x over its error bound" in chk.reason
+
+
+def test_accumulation_term_scales_with_sum_of_products(exact):
+    """Where the result cancels to ~0, only ACC_EPS * sum|a*b| allows an error: half of it
+    passes, five times it fails (a 100x looser ACC_EPS would pass it)."""
+    ref, mag = exact
+    ref, mag = ref.copy(), mag.copy()
+    ref[2, 3], mag[2, 3] = 0.0, 1e4
+    allowed = verify.ACC_EPS * 1e4
+    c = ref.copy()
+    c[2, 3] = 0.5 * allowed
+    assert _judged(c, ref, mag).passed
+    c[2, 3] = 5 * allowed
+    chk = _judged(c, ref, mag)
+    assert not chk.passed and "5.0x over its error bound" in chk.reason
+
+
+def test_guard_damage_fails_alone(exact):
+    ref, mag = exact
+    chk = verify.Check("t", *ref.shape, 1, seed=0, guard_damaged=1)
+    for key, val in verify.compare(ref.copy(), ref, mag, np).items():
+        setattr(chk, key, val)
+    assert not verify.judge(chk).passed and "writes outside C" in chk.reason
+
+
+class HostStage:
+    """A stage-like object run on the host (xp=numpy): a correct writer, or one that writes one
+    element past the end of C."""
+
+    kind = "gpu"
+    constraints = Constraints(alignment=1)
+
+    def __init__(self, name, overrun=0, skip_k=0):
+        self.name, self.overrun, self.skip_k = name, overrun, skip_k
+
+    def gemm(self, a, b, out=None):
+        kk = a.shape[1] - self.skip_k
+        res = (a[:, :kk].astype(np.float64) @ b[:, :kk].astype(np.float64).T).astype(np.float16)
+        out[...] = res
+        if self.overrun:
+            flat = np.lib.stride_tricks.as_strided(out.reshape(-1), shape=(out.size + self.overrun,))
+            flat[out.size:] = 0
+        return out
+
+
+def test_check_reads_the_guard_zones():
+    good = verify.check(HostStage("ok"), 33, 17, 40, seed=1, xp=np)
+    assert good.passed and good.guard_damaged == 0, good.reason
+    bad = verify.check(HostStage("overrun", overrun=1), 33, 17, 40, seed=1, xp=np)
+    assert bad.guard_damaged == 1 and not bad.passed and "writes outside C" in bad.reason
+
+
+def test_check_catches_a_skipped_k_tile():
+    chk = verify.check(HostStage("skip", skip_k=16), 64, 64, 256, seed=2, xp=np)
+    assert not chk.passed and "error bound" in chk.reason
+
+
+def test_sweep_turns_exceptions_into_failures():
+    class Raises(HostStage):
+        def gemm(self, a, b, out=None):
+            raise RuntimeError("cudaErrorLaunchFailure (test)")
+
+    checks = verify.sweep(Raises("boom"), [(4, 4, 4), (8, 8, 8)], xp=np)
+    assert [c.passed for c in checks] == [False, False]
+    assert verify.failures(checks)[0] == "boom 4x4x4 seed=-1: RuntimeError: cudaErrorLaunchFailure (test)"
+
+
+def test_epilogue_reference_applies_alpha_bias_activation():
+    a = np.array([[1.0, 2.0]], np.float16)
+    b = np.array([[1.0, -1.0], [2.0, 1.0]], np.float16)  # a @ b.T = [-1, 4]
+    from stages.core.contract import Epilogue
+
+    ref, _ = verify.reference(a, b, np, Epilogue(np.array([0.5, -1.0]), 2.0, "relu"))
+    assert ref.tolist() == [[0.0, 7.0]]
+    ref, _ = verify.reference(a, b, np, Epilogue(None, 1.0, "gelu"))
+    import math
+
+    assert ref[0, 1] == pytest.approx(4 * 0.5 * (1 + math.erf(4 / math.sqrt(2))), rel=1e-12)
+    silu, _ = verify.reference(a, b, np, Epilogue(None, 1.0, "silu"))
+    assert silu[0, 0] == pytest.approx(-1 / (1 + np.e))
+
+
+# ---- records ----------------------------------------------------------------------------------
+def _record():
+    env = {"date": "2026-11-29T00:00:00+00:00", "git_commit": "abc1234def", "git_dirty": False,
+           "host": {"cpu": "Test CPU", "cores": 2, "platform": "x"},
+           "versions": {"cupy": "14", "numba": "0.6", "numpy": "2", "python": "3.12"},
+           "gpu": {"name": "NVIDIA H200", "compute_capability": "9.0", "driver": "580", "cuda_runtime": 13000}}
+    common = {"dtype": "float16", "reps": 30, "bound_ratio": 0.3, "verified": True, "status": "ok", "reason": ""}
+    res = [{"stage": "cublas", "m": 4096, "n": 4096, "k": 4096, "ms_median": 0.2, "ms_p20": 0.19,
+            "ms_p80": 0.21, "tflops": 700.0, "pct_peak": 70.7, "ratio_cublas": 1.0, "rel_err": 2.8e-4, **common},
+           {"stage": "v0_naive", "m": 4096, "n": 4096, "k": 4096, "ms_median": 20.0, "ms_p20": 19.0,
+            "ms_p80": 21.0, "tflops": 7.0, "pct_peak": 0.7, "ratio_cublas": 0.01, "rel_err": 2.9e-4, **common}]
+    cpu_common = {"dtype": "float32", "ms_best": 8.0, "ms_median": 9.0, "ms_p20": 8.5, "ms_p80": 9.5, "reps": 7,
+                  "rel_err": 1e-7, "status": "ok", "reason": "", "timing": "best of 7, interleaved"}
+    cpu = [{"stage": "numpy", "m": 1024, "n": 1024, "k": 1024, "gflops": 250.0, "ratio_numpy": 1.0, **cpu_common},
+           {"stage": "cpu_numba", "m": 1024, "n": 1024, "k": 1024, "gflops": 200.0, "ratio_numpy": 0.8, **cpu_common}]
+    return {"schema": records.SCHEMA, "kind": "bench", "env": env, "settings": {"reps": 30},
+            "results": res, "cpu": cpu}
+
+
+def test_records_round_trip_and_feed_the_tables(tmp_path):
+    path = records.write(_record(), tmp_path / "r.json")
+    recs = records.load_all(tmp_path)
+    assert len(recs) == 1 and recs[0]["results"][1]["tflops"] == 7.0
+    table = report.stage_table(recs)
+    assert "| [v0_naive](stages/v0_naive/) |" in table and "| 7 | 0.01 |" in table and "| 700 | 1.00 |" in table
+    assert "| 1024×1024×1024 | 250 | 200 | 0.80 |" in report.cpu_table(recs)
+    assert "20.000 (19.000–21.000)" in report.stage_measured("v0_naive", recs)
+    assert json.loads(path.read_text())["env"]["gpu"]["name"] == "NVIDIA H200"
+
+
+def test_cpu_table_links_are_relative_to_their_file():
+    recs = [dict(_record(), _path="results/r.json")]
+    rel = "results/r.json"
+    assert f"]({rel})" in report.cpu_table(recs) and not rel.startswith("/")
+    assert f"](../{rel})" in report.cpu_table(recs, "../")
+
+
+@pytest.mark.parametrize("drop", [("settings",), ("env", "git_commit"), ("results", 0, "ms_p20"),
+                                  ("results", 1, "dtype"), ("cpu", 1, "gflops"), ("results", 0, "ratio_cublas")])
+def test_a_record_missing_a_field_is_refused(tmp_path, drop):
+    rec = _record()
+    node = rec
+    for key in drop[:-1]:
+        node = node[key]
+    del node[drop[-1]]
+    with pytest.raises(ValueError, match="refusing to write an unsound record"):
+        records.write(rec, tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_failed_check_cannot_be_recorded_as_ok(tmp_path):
+    rec = _record()
+    rec["results"][1]["verified"] = False
+    assert any("verified is False" in p for p in records.validate(rec))
+    rec = _record()
+    rec["results"][1]["status"] = "failed"
+    rec["results"][1]["reason"] = ""
+    assert any("without a reason" in p for p in records.validate(rec))
+
+
+def test_runs_are_not_published_and_names_never_collide(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    monkeypatch.setattr(records, "RUNS", tmp_path / "runs")
+    first = records.write(_record())
+    second = records.write(_record())
+    assert first.parent == tmp_path / "runs" and first != second and second.exists()
+    published = records.write(_record(), publish=True)
+    assert published.parent == tmp_path
+    assert [r["_path"] for r in records.load_all(tmp_path)] == [str(published)], "runs never feed the tables"
+    tune = dict(_record(), kind="tune")
+    assert records.write(tune, publish=True).parent == tmp_path / "tuning"
+
+
+def test_nothing_measured_is_not_a_record():
+    rec = _record()
+    assert records.measured(rec)
+    rec["results"] = [{"stage": "v0_naive", "status": "skipped", "reason": "no GPU"}]
+    rec["cpu"] = []
+    assert not records.measured(rec)
+
+
+def test_only_bench_records_feed_the_stage_tables():
+    rec = _record()
+    over = dict(_record(), kind="overhead")
+    over["results"] = [dict(over["results"][1], tflops=99999.0)]
+    best = records.latest_results([rec, over])
+    assert best[("v0_naive", 4096, 4096, 4096)][0]["tflops"] == 7.0
+
+
+def test_replace_block():
+    text = "a\n<!-- t:begin -->\nold\n<!-- t:end -->\nb"
+    assert report.replace_block(text, "t", "new") == "a\n<!-- t:begin -->\nnew\n<!-- t:end -->\nb"
+    with pytest.raises(ValueError, match="marker block 'missing' not found"):
+        report.replace_block(text, "missing", "x")
+
+
+def test_generated_readme_blocks_match_the_published_records():
+    """The README tables are generated from results/: committed READMEs must not be stale."""
+    stale = report.write_all(dry_run=True)
+    assert not stale, f"run `python -m stages report --write`: stale {[str(p) for p in stale]}"
+
+
+# ---- inspect --------------------------------------------------------------------------------------
+SPILLY_LOG = """ptxas info    : Compiling entry function 'gemm_x' for 'sm_90a'
+ptxas info    : Function properties for gemm_x
+ptxas         .     152 bytes stack frame, 140 bytes spill stores, 132 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 2048 bytes smem
+ptxas warning : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized
+"""
+
+
+def test_ptxas_parser_reads_spills_and_warnings():
+    got = inspect.parse_ptxas(SPILLY_LOG, "gemm_x")
+    assert got == {"stack_frame": 152, "spill_stores": 140, "spill_loads": 132, "registers": 128, "static_smem": 2048}
+    rep = inspect.Report("s", "gemm_x", "sm_90a", "13.0", **got, local_memory=152,
+                         warnings=inspect.compiler.ptxas_warnings(SPILLY_LOG))
+    fails = rep.failures
+    assert any("spills: 140 B stored" in f for f in fails)
+    assert any("local memory: 152 B" in f for f in fails)
+    assert any("C7515" in f for f in fails)
+
+
+def test_a_missing_ptxas_report_is_a_failure_not_zero():
+    got = inspect.parse_ptxas("ptxas info : 0 bytes gmem\n", "gemm_x")
+    assert got["spill_stores"] is None and got["registers"] is None
+    rep = inspect.Report("s", "gemm_x", "sm_90a", "13.0", **got)
+    assert any("ptxas report missing" in f for f in rep.failures)
+
+
+def test_opcode_families_are_counted():
+    listing = """
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0020*/              @!PT LDS RZ, [RZ] ;
+        /*0030*/              @P0 FFMA R1, R2, R3, R1 ;
+        /*0040*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24 ;
+        /*0050*/                   NOP;
+    """
+    rep = inspect.Report("s", "k", "sm_90a", "13.0", opcodes=inspect.count_opcodes(listing))
+    assert rep.opcodes == {"LDG": 1, "FFMA": 1, "HGMMA": 1}
+    assert rep.families == {"FFMA": 1, "HGMMA": 1, "LDG": 1}
+
+
+def test_inspect_exits_1_on_problems(monkeypatch, capsys):
+    bad = inspect.Report("v0_naive", "gemm_v0_naive", "sm_90a", "13.0", registers=40, spill_stores=8,
+                         spill_loads=8, stack_frame=8, local_memory=8)
+    monkeypatch.setattr(cli, "inspect_stage", lambda st, arch: bad)
+    assert cli.main(["inspect", "v0_naive"]) == 1
+    assert "PROBLEMS" in capsys.readouterr().out
+
+
+def test_inspect_report_does_not_depend_on_an_earlier_compile(monkeypatch):
+    """A cubin whose log lost ptxas's report (NVRTC 13.0 drops it when the same program was
+    compiled before in the process) is compiled again in a fresh process."""
+    st = stages.get("v0_naive")
+    first = inspect.inspect_stage(st)
+    compiled = st.compile("sm_90a")
+    compiled.cubin_path.with_suffix(".log").write_text("")  # a cache entry without the report
+    again = inspect.inspect_stage(st)
+    assert again.spill_stores == first.spill_stores == 0 and again.registers == first.registers
+
+
+# ---- the CLI ------------------------------------------------------------------------------------
+def test_shape_argument_parsing(capsys):
+    assert cli._shape("4096x2048x128") == (4096, 2048, 128)
+    assert cli._shape(" 1×2×3 ") == (1, 2, 3)
+    for bad in ("4096x4096", "0x1x1", "axbxc", "-1x1x1"):
+        with pytest.raises(cli.argparse.ArgumentTypeError):
+            cli._shape(bad)
+    for bad in ("0x1x1", "-1x1x1"):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["verify", "--shape", bad])
+        assert exc.value.code == 2
+        assert f"every dimension must be >= 1, got '{bad}'" in capsys.readouterr().err
+
+
+def test_cli_without_a_command_prints_the_help(capsys):
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    for cmd in ("list", "verify", "bench", "tune", "inspect", "ceilings", "report", "new"):
+        assert f"\n  {cmd}" in out
+
+
+def test_every_option_has_help():
+    for action in cli.parser()._subparsers._group_actions[0].choices.values():
+        for opt in action._actions:
+            assert opt.help, f"{action.prog} {opt.option_strings or opt.dest} has no help"
+
+
+def test_cli_list_shows_every_stage_within_100_columns(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in stages.all_names():
+        assert name in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_cli_unknown_stage_is_one_line_error(capsys):
+    assert cli.main(["verify", "v9_magic"]) == 2
+    assert "unknown stage 'v9_magic'" in capsys.readouterr().err
+
+
+def test_verify_exits_1_on_a_failed_check(monkeypatch, capsys):
+    assert cli.main(["verify", "cpu_numba", "--shape", "8x8x8"]) == 0
+    wrong = verify.judge(verify.Check("cpu_numba", 8, 8, 8, 1, rel_fro=1.0, worst_bound_ratio=50.0))
+    monkeypatch.setattr(verify, "check", lambda *a, **k: wrong)
+    assert cli.main(["verify", "cpu_numba", "--shape", "8x8x8"]) == 1
+    assert "FAIL cpu_numba 8x8x8" in capsys.readouterr().out
+
+
+def test_bench_cpu_writes_a_sound_record(tmp_path, capsys):
+    out = tmp_path / "rec.json"
+    assert cli.main(["bench", "cpu_numba", "--cpu-shape", "96x80x64", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert not records.validate(rec)
+    rows = {e["stage"]: e for e in rec["cpu"]}
+    assert set(rows) == {"numpy", "cpu_numba"}
+    nb = rows["cpu_numba"]
+    assert nb["gflops"] == pytest.approx(2 * 96 * 80 * 64 / (nb["ms_best"] * 1e-3) / 1e9)
+    assert nb["rel_err"] < 1e-5
+    assert nb["ratio_numpy"] == pytest.approx(rows["numpy"]["ms_best"] / nb["ms_best"])
+    assert rec["env"]["git_commit"] and rec["settings"]["reps"] == 30
+    assert "x numpy" in capsys.readouterr().out
+
+
+def test_bench_without_gpu_writes_no_record(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu, "available", lambda: (False, "no NVIDIA driver on this machine (test)"))
+    monkeypatch.setattr(records, "RUNS", tmp_path / "runs")
+    assert cli.main(["bench", "v0_naive", "--shape", "256x256x256"]) == 0
+    text = capsys.readouterr().out
+    assert "GPU stages skipped (v0_naive): no NVIDIA driver on this machine (test)" in text
+    assert "nothing was measured: no record written" in text
+    assert not (tmp_path / "runs").exists()
+
+
+def test_tune_without_gpu_is_one_line_and_no_record(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu, "available", lambda: (False, "no NVIDIA driver on this machine (test)"))
+    monkeypatch.setattr(records, "RUNS", tmp_path / "runs")
+    assert cli.main(["tune", "v2_cp_async", "--set", "STAGES=3,4"]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == "GPU stages skipped (v2_cp_async): no NVIDIA driver on this machine (test)"
+    assert "REJECTED" not in text and not (tmp_path / "runs").exists()
+
+
+# ---- variants and compile options ------------------------------------------------------------------
+def test_variant_rejects_unknown_tunables_with_the_list():
+    with pytest.raises(ValueError, match=r"v3_wgmma_tma has no tunable 'BOGUS'; its tunables: BM=128, BN=256"):
+        stages.get("v3_wgmma_tma").variant(BOGUS=1)
+
+
+def test_variant_defines_reach_the_compiler():
+    st = stages.get("v1_tiled").variant(BK=32)
+    assert st.defines["BK"] == 32 and st.constraints.k_multiple == 32 and st.name == "v1_tiled[BK=32]"
+    assert "-DBK=32" in st.compile("sm_90a").options
+    assert "-DBK=16" in stages.get("v1_tiled").compile("sm_90a").options
+
+
+def test_a_config_the_kernel_cannot_build_is_refused_before_nvrtc():
+    with pytest.raises(ValueError, match=r"v1_tiled cannot build .*BM\*BK/8 and BN\*BK/8 multiples of THREADS"):
+        stages.get("v1_tiled").variant(TM=4, TN=4)
+
+
+def test_hopper_builds_every_stage_for_sm_90a():
+    h200 = gpu.REFERENCE_DEVICE
+    for name in stages.names():
+        assert gpu.compile_arch(h200, stages.get(name).requires) == "sm_90a"
+    assert gpu.compile_arch(gpu.DeviceInfo(0, "L4", (8, 9), 58, 2040, 0, 101376), gpu.Requirement()) == "sm_89"
+
+
+def test_shared_memory_comes_from_the_kernel():
+    expect = {"v0_naive": 0, "v1_tiled": 2 * (128 + 128) * 20 * 4, "v2_cp_async": 3 * (128 + 128) * 64 * 2,
+              "v3_wgmma_tma": 4 * (128 + 256) * 64 * 2 + 1024 + 2 * 8 * 4}
+    for name, smem in expect.items():
+        assert stages.get(name).launch_for(4096, 4096, 4096).shared_mem == smem, name
+    assert stages.get("v3_wgmma_tma").variant(STAGES=3).launch_for(256, 256, 64).shared_mem == \
+        3 * (128 + 256) * 64 * 2 + 1024 + 2 * 8 * 3
+
+
+def test_a_block_over_the_shared_memory_limit_is_refused():
+    small = gpu.DeviceInfo(-5, "small GPU", (9, 0), 132, 1980, 0, 100_000)  # an id no real GPU has
+    with pytest.raises(ValueError, match=r"needs 197696 B of shared memory per block, this GPU allows 100000 B"):
+        stages.get("v3_wgmma_tma")._function(small, {})
+
+
+def test_inspect_reads_local_memory_and_sass_from_the_binary(monkeypatch):
+    """inspect_stage fills the report from cuobjdump's resource usage and SASS listing: feed it
+    canned tool output with local memory and check the report carries it (and fails on it)."""
+    monkeypatch.setattr(inspect, "resource_usage", lambda path, kernel: {"REG": 77, "LOCAL": 64, "SHARED": 0})
+    monkeypatch.setattr(inspect, "sass", lambda path: "        /*0010*/   STL [R1], R2 ;\n        /*0020*/   FFMA R1, R2, R3, R1 ;\n")
+    rep = inspect.inspect_stage(stages.get("v0_naive"))
+    assert rep.local_memory == 64 and rep.registers == 77 and rep.opcodes == {"STL": 1, "FFMA": 1}
+    assert any("local memory: 64 B" in f for f in rep.failures)
