@@ -109,7 +109,7 @@ def cmd_list(args) -> int:
         req = "CPU" if st.kind == "cpu" else st.requires.describe()
         note = "yes" if ok else f"no [{reasons.setdefault(why, len(reasons) + 1)}]"
         rows.append([name, st.idea, f"{req}; {st.constraints.describe()}", note])
-    print(_table(rows, ["stage", "idea", "requires", "runs here"], wrap={1: 42, 2: 28}))
+    print(_table(rows, ["stage", "idea", "requires", "runs here"], wrap={1: 38, 2: 26}))
     for why, i in reasons.items():
         print("\n".join(textwrap.wrap(f"[{i}] {why}", WIDTH)))
     return 0
@@ -244,6 +244,10 @@ def cmd_tune(args) -> int:
     if _gpu_skip_line([args.stage]):
         print("nothing was measured: no record written")
         return 0
+    for item in args.variant or []:  # explicit variants (an ablation ladder is not a product)
+        combos.append({} if item in ("", "default") else _parse_set(item.split(","))[0])
+    if args.variant and not args.set:
+        combos = combos[1:]  # only the listed variants (drop the empty product of no --set)
     variants, rejected = [], []
     for cfg in combos:
         try:
@@ -260,7 +264,8 @@ def cmd_tune(args) -> int:
             print(f"{name}: REJECTED ({bad[0]})", flush=True)
         else:
             variants.append(st)
-    record = bench.run_bench(variants, shapes=args.shape, reps=args.reps, warmup=args.warmup, kind="tune")
+    others = [stages.get(name) for name in args.beside or []]
+    record = bench.run_bench(others + variants, shapes=args.shape, reps=args.reps, warmup=args.warmup, kind="tune")
     record["rejected"] = [{"variant": n, "reason": r} for n, r in rejected]
     _print_gpu_header(record, args.reps)
     print(_table(_bench_rows(record), ["variant", "MxNxK", "ms", "p20-p80", "TFLOP/s", "% peak",
@@ -373,6 +378,9 @@ def parser() -> argparse.ArgumentParser:
                        formatter_class=fmt)
     t.add_argument("stage", help="the stage whose tunables to vary")
     t.add_argument("--set", action="append", help="KEY=V1,V2 (repeatable; every combination is run)")
+    t.add_argument("--variant", action="append",
+                   help="K1=V1,K2=V2 or default: one explicit variant (repeatable; e.g. the rungs of an ablation)")
+    t.add_argument("--beside", action="append", help="another stage timed in the same run (repeatable)")
     t.add_argument("--shape", type=_shape, action="append", help="MxNxK, repeatable (default: 4096x4096x4096)")
     t.add_argument("--reps", type=int, default=20, help="timed repeats per variant and shape")
     t.add_argument("--warmup", type=int, default=3, help="untimed launches before the timed ones")

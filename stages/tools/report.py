@@ -6,6 +6,7 @@ Blocks live between `<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and ar
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
 from pathlib import Path
 
@@ -123,6 +124,45 @@ def overhead_table(recs: list[dict]) -> str:
     return "\n".join(out)
 
 
+def ablation_table(name: str, recs: list[dict] | None = None) -> str:
+    """The newest published tuning record holding variants of `name`, as a table: every entry of
+    that run (the variants, the stages timed beside them, cuBLAS) with TFLOP/s and × cuBLAS per
+    shape. Labels come from the stage's why.py (`LADDER`: overrides -> rung name) when it has one."""
+    recs = records.load_all(records.RESULTS / "tuning") if recs is None else recs
+    rec = next((r for r in reversed(recs) if any(e.get("stage", "").startswith(name + "[") or e.get("stage") == name
+                                                  for e in r.get("results", []))), None)
+    if rec is None:
+        return "No ablation run published yet."
+    ladder = {}
+    try:
+        ladder = getattr(importlib.import_module(f"stages.{name}.why"), "LADDER", {})
+    except ModuleNotFoundError:
+        pass
+    shapes = list(dict.fromkeys((e["m"], e["n"], e["k"]) for e in rec["results"] if "m" in e))
+    names = list(dict.fromkeys(e["stage"] for e in rec["results"]))
+    by = {(e["stage"], e["m"], e["n"], e["k"]): e for e in rec["results"] if "m" in e}
+    out = ["| variant | " + " | ".join(f"{m}×{n}×{k} TFLOP/s (× cuBLAS)" for m, n, k in shapes) + " |",
+           "|---|" + "---|" * len(shapes)]
+    for st in names:
+        tag = st[len(name):].strip("[]") if st.startswith(name + "[") else ""
+        label = ladder.get(tag or "default", "") if st.startswith(name) else ""
+        shown = f"{label}: `{tag or 'shipped'}`" if label else (f"`{tag}`" if tag else st)
+        cells = []
+        for shape in shapes:
+            e = by.get((st, *shape))
+            if e and e.get("status") == "ok":
+                cells.append(f"{e['tflops']:.0f} ({_ratio(e.get('ratio_cublas'))})")
+            else:
+                cells.append(e.get("status", "–") if e else "–")
+        out.append(f"| {shown} | " + " | ".join(cells) + " |")
+    g = rec["env"]["gpu"]
+    out.append("")
+    out.append(f"One run: {g['name']}, commit {str(rec['env']['git_commit'])[:10]}, {rec['env']['date'][:10]}, "
+               f"L2 flushed before each of {rec['settings'].get('reps')} timed runs, medians; record "
+               f"[{Path(rec['_path']).name}](../../{rec['_path']}).")
+    return "\n".join(out)
+
+
 def diff_summary(name: str) -> str:
     """How far a stage's kernel.cu is from the previous stage's: the size of its one idea."""
     st = stages.get(name)
@@ -157,6 +197,7 @@ def write_all(dry_run: bool = False) -> list[Path]:
     for name in stages.names():
         targets.append((stages.get(name).folder / "README.md", "measured", stage_measured(name, recs)))
         targets.append((stages.get(name).folder / "README.md", "diff", diff_summary(name)))
+        targets.append((stages.get(name).folder / "README.md", "ablation", ablation_table(name)))
     for path, block, body in targets:
         if not path.exists():
             continue

@@ -1,0 +1,74 @@
+"""v4_swizzle_pipeline: warp-specialized TMA/wgmma pipeline, persistent L2-swizzled schedule (sm_90a)."""
+import numpy as np
+
+from stages.core import tma
+from stages.core.contract import Constraints
+from stages.core.gpu import Requirement
+from stages.core.stage import Call, KernelStage, Launch
+
+# 128 x 256 block tile: a producer warpgroup and two consumer warpgroups of m64n256k16, 64-deep K
+# tiles (one 128-byte swizzle row), a ring of 4 buffers (4 x 48 KiB) + a 32 KiB epilogue staging
+# tile. The switches build the ablation ladder (each a -D define):
+#   PERSISTENT 0/1  one block per tile / min(tiles, SMs) resident blocks looping over tiles
+#   ORDER 0/1/2     tile walk: row-major / grouped by GROUP_M tile rows (v3's) / generalized Hilbert
+#   TMA_STORE 0/1   epilogue: half2 stores from registers / swizzled shared tile + TMA bulk store
+#   CLUSTER_M 1/2   2-CTA clusters on vertically adjacent tiles, B multicast to both
+# The shipped switches (ORDER=1 with GROUP_M=16, no cluster) are the fastest of the ladder and its
+# alternatives measured in one run on the H200 (results/tuning/, see README "Ablation").
+CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
+          "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1}
+
+THREADS = 384          # 3 warpgroups: 0 producer, 1-2 consumers (kernel.cu: THREADS)
+
+
+def check_config(c: dict) -> None:
+    rules = [
+        (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
+        (c["BM"] == 128, "BM == 128 (two consumer warpgroups of 64 rows)"),
+        (c["BN"] in (128, 256), "BN 128 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["STAGES"] >= 2, "STAGES >= 2"),
+        (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
+        (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
+        (c["ORDER"] in (0, 1, 2), "ORDER 0 (row-major), 1 (grouped) or 2 (Hilbert)"),
+        (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1"),
+        (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2"),
+    ]
+    broken = [rule for ok, rule in rules if not ok]
+    if broken:
+        raise ValueError(f"v4_swizzle_pipeline cannot build {c}: needs " + "; ".join(broken))
+
+
+def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
+    # A unit is CLUSTER_M tiles stacked in M (one per CTA of a cluster); persistent: one resident
+    # block per SM at most (1 block/SM: 230 KB of shared memory), a whole number of clusters.
+    cm = c["CLUSTER_M"]
+    units = (m // (c["BM"] * cm)) * (n // c["BN"])
+    clusters = min(units, dev.sm_count // cm) if c["PERSISTENT"] else units
+    return Launch(grid=(clusters * cm, 1, 1), block=(THREADS, 1, 1), cluster=(cm, 1, 1))
+
+
+def constraints(c: dict) -> Constraints:
+    return Constraints(m_multiple=c["BM"] * c["CLUSTER_M"], n_multiple=c["BN"], k_multiple=c["BK"], alignment=16)
+
+
+def arguments(call: Call) -> tuple:
+    # A, B and C reach the kernel as tensor maps (cached by pointer, shape and box). With a
+    # cluster each CTA loads BN / CLUSTER_M rows of B; C is stored in 64 x 64 swizzled boxes.
+    c = call.cfg
+    return (tma.tensor_map(call.a, c["BM"], c["BK"]), tma.tensor_map(call.b, c["BN"] // c["CLUSTER_M"], c["BK"]),
+            tma.tensor_map(call.out, 64, 64), call.out,
+            np.int32(call.m), np.int32(call.n), np.int32(call.k))
+
+
+STAGE = KernelStage.here(
+    __file__,
+    idea="warp-specialized 4-stage TMA/wgmma pipeline, persistent grouped schedule, TMA-store epilogue",
+    geometry=geometry,
+    requires=Requirement(exact_arch="sm_90a"),
+    constraints_for=constraints,
+    defines=CONFIG,
+    check_config=check_config,
+    reuse_tile_for=lambda c: (c["BM"] * c["CLUSTER_M"], c["BN"]),
+    arguments=arguments,
+    expect_sass=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS"),
+)
