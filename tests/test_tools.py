@@ -311,8 +311,24 @@ def test_ptxas_parser_reads_spills_and_warnings():
 def test_a_missing_ptxas_report_is_a_failure_not_zero():
     got = inspect.parse_ptxas("ptxas info : 0 bytes gmem\n", "gemm_x")
     assert got["spill_stores"] is None and got["registers"] is None
-    rep = inspect.Report("s", "gemm_x", "sm_90a", "13.0", **got)
-    assert any("ptxas report missing" in f for f in rep.failures)
+    rep = inspect.Report("s", "gemm_x", "sm_90a", "13.0", **got, opcodes={"STL": 2})
+    assert any("spills unknown (no ptxas report; the cubin has 2 STL, 0 LDL)" in f for f in rep.failures)
+
+
+def test_without_a_ptxas_report_spills_come_from_the_cubin(monkeypatch):
+    """No report in the log (NVRTC 13.0 after an earlier compile): a cubin without STL/LDL
+    spills nothing; one with STL is unknown, and fails."""
+    st = stages.get("v0_naive")
+    monkeypatch.setattr(inspect.compiler.Compiled, "has_ptxas_report", lambda self, k: False)
+    monkeypatch.setattr(inspect, "parse_ptxas", lambda log, k: dict.fromkeys(
+        ("stack_frame", "spill_stores", "spill_loads", "registers"), None) | {"static_smem": 0})
+    monkeypatch.setattr(type(st), "compile", lambda self, arch, extra=None, fresh=False:
+                        inspect.compiler.compile_cubin(self.code(), self.base_name, arch, self.defines))
+    clean = inspect.inspect_stage(st)
+    assert clean.source == "the cubin" and clean.spill_stores == 0 and clean.stack_frame == 0 and not clean.failures
+    monkeypatch.setattr(inspect, "sass", lambda path: "        /*0010*/   STL [R1], R2 ;\n")
+    spilly = inspect.inspect_stage(st)
+    assert spilly.spill_stores is None and any("spills unknown" in f for f in spilly.failures)
 
 
 def test_opcode_families_are_counted():
@@ -337,14 +353,14 @@ def test_inspect_exits_1_on_problems(monkeypatch, capsys):
 
 
 def test_inspect_report_does_not_depend_on_an_earlier_compile(monkeypatch):
-    """A cubin whose log lost ptxas's report (NVRTC 13.0 drops it when the same program was
-    compiled before in the process) is compiled again in a fresh process."""
+    """A cached cubin whose log lost ptxas's report gives the same figures as a first compile."""
     st = stages.get("v0_naive")
     first = inspect.inspect_stage(st)
     compiled = st.compile("sm_90a")
     compiled.cubin_path.with_suffix(".log").write_text("")  # a cache entry without the report
     again = inspect.inspect_stage(st)
     assert again.spill_stores == first.spill_stores == 0 and again.registers == first.registers
+    assert again.stack_frame == first.stack_frame == 0 and not again.failures
 
 
 # ---- the CLI ------------------------------------------------------------------------------------

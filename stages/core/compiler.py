@@ -172,17 +172,18 @@ def compile_cubin(source: str, name: str, arch: str, defines: dict | None = None
 def compile_in_fresh_process(source: str, name: str, arch: str, defines: dict | None = None) -> Compiled:
     """The same compile as `compile_cubin(fresh=True)`, done by a new Python process.
 
-    Why: NVRTC 13.0 (measured on the H200, 2026-11-30) returns a program log without ptxas's
-    report (registers, stack frame, spills) when the same program was compiled before in the
-    same process, so a report read after a GPU run would be empty. A new process has no such
-    history; its cubin and log land in the same cache entry, which is then read back here.
+    Why: NVRTC 13.0 on the H200 returned program logs without ptxas's report (registers, stack
+    frame, spills) once the same program had been compiled before (in the test suite, 2026-11-30;
+    a new process alone did not bring it back there). This retries in a new process with
+    CUDA_CACHE_DISABLE=1; `inspect` then falls back to reading the cubin itself.
     """
     with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as fh:
         fh.write(source)
     try:
         job = json.dumps({"source": fh.name, "name": name, "arch": arch, "defines": defines or {}})
         res = subprocess.run([sys.executable, "-m", "stages.core.compiler", job], capture_output=True,
-                             text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+                             text=True, timeout=600, cwd=Path(__file__).resolve().parents[2],
+                             env=dict(os.environ, CUDA_CACHE_DISABLE="1"))
         if res.returncode:
             raise CompileError(f"compiling {name} in a fresh process failed:\n{res.stderr[-3000:]}")
     finally:

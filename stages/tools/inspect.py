@@ -53,6 +53,7 @@ class Report:
     opcodes: dict[str, int] = field(default_factory=dict)  # base opcode -> count
     sass_available: bool = True
     sass_error: str = ""
+    source: str = "ptxas report"  # where registers/stack/spills came from ("the cubin" without a report)
 
     @property
     def families(self) -> dict[str, int]:
@@ -68,7 +69,8 @@ class Report:
         and a report that could not be read (unknown is not zero)."""
         out = []
         if self.spill_stores is None or self.spill_loads is None or self.registers is None:
-            out.append("ptxas report missing: registers/spills unknown")
+            out.append(f"spills unknown (no ptxas report; the cubin has {self.opcodes.get('STL', 0)} STL, "
+                       f"{self.opcodes.get('LDL', 0)} LDL)")
         if self.spill_stores or self.spill_loads:
             out.append(f"spills: {self.spill_stores} B stored, {self.spill_loads} B loaded")
         if self.local_memory:
@@ -79,7 +81,7 @@ class Report:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in (
             "stage", "kernel", "arch", "nvrtc", "registers", "static_smem", "dynamic_smem",
-            "stack_frame", "spill_stores", "spill_loads", "local_memory", "warnings", "opcodes", "failures")}
+            "stack_frame", "spill_stores", "spill_loads", "local_memory", "source", "warnings", "opcodes", "failures")}
 
     def render(self) -> str:
         def b(x):
@@ -90,7 +92,7 @@ class Report:
             f"  shared memory     static {b(self.static_smem)}, dynamic {b(self.dynamic_smem)}"
             " (as the kernel defines it: gemm_smem_bytes)",
             f"  local memory      {b(self.local_memory)} (stack frame {b(self.stack_frame)}, "
-            f"spill stores {b(self.spill_stores)}, spill loads {b(self.spill_loads)})",
+            f"spill stores {b(self.spill_stores)}, spill loads {b(self.spill_loads)}; from {self.source})",
             "  ptxas warnings    " + ("; ".join(self.warnings) if self.warnings else "none"),
         ]
         if not self.sass_available:
@@ -170,14 +172,23 @@ def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096)) -> Re
     rep = Report(stage=stage.name, kernel=stage.kernel, arch=arch, nvrtc=compiler.nvrtc_version())
     for key, val in parse_ptxas(compiled.log, stage.kernel).items():
         setattr(rep, key, val)
+    rep.source = "ptxas report" if compiled.has_ptxas_report(stage.kernel) else "the cubin"
     rep.dynamic_smem = stage.launch_for(*problem, dev=gpu.REFERENCE_DEVICE, compiled=compiled).shared_mem
     rep.warnings = compiler.ptxas_warnings(compiled.log)
     try:
         usage = resource_usage(str(compiled.cubin_path), stage.kernel)
+        rep.opcodes = count_opcodes(sass(str(compiled.cubin_path)))
+        rep.registers = usage.get("REG", rep.registers)
+        if rep.stack_frame is None:
+            rep.stack_frame = usage.get("STACK")
+        if rep.spill_stores is None and "STACK" in usage:
+            # No ptxas report (NVRTC 13.0 on the H200 leaves it out of the log when it compiled the
+            # same program before): read the binary. Spills are local-memory stores and loads; a
+            # kernel without a single STL/LDL instruction spills nothing. With them, unknown bytes.
+            rep.spill_stores = None if rep.opcodes.get("STL") else 0
+            rep.spill_loads = None if rep.opcodes.get("LDL") else 0
         # Spills live in the stack frame; cuobjdump's LOCAL counts other local arrays.
         rep.local_memory = max(usage.get("LOCAL", 0), rep.stack_frame or 0)
-        rep.registers = usage.get("REG", rep.registers)
-        rep.opcodes = count_opcodes(sass(str(compiled.cubin_path)))
     except (FileNotFoundError, RuntimeError, subprocess.SubprocessError) as exc:
         rep.sass_available, rep.sass_error = False, str(exc)
         rep.local_memory = rep.stack_frame
