@@ -13,6 +13,20 @@ import pytest
 from stages.core import gpu
 
 
+def pytest_configure(config):
+    """Import torch (when installed, and only where a GPU is) before any test runs, as a user who
+    passes torch tensors would have. On the H200 image (torch 2.11, cupy-cuda13x), importing
+    torch for the first time late in a long session failed inside torch's own schema parser
+    ("expected ident ... annotate(strtag)"), whichever of several unrelated test files ran first,
+    and the process then crashed at exit; a fresh process imports it fine after numba, CuPy and
+    the GEMMs (checked there). The cause was not isolated; importing first sidesteps it."""
+    if gpu.available()[0]:
+        try:
+            import torch  # noqa: F401
+        except Exception:  # not installed, or broken: the torch tests skip or fail on their own
+            pass
+
+
 def pytest_addoption(parser):
     parser.addoption("--order", default="file", help="file (default), reverse, or shuffle:SEED")
 
