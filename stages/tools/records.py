@@ -47,8 +47,11 @@ def _version(dist: str) -> str | None:
 
 
 def git_commit() -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the checkout; $GEMM_STAGES_COMMIT where the tree has no .git (device)."""
+    """(commit, dirty) of the checkout; $GEMM_STAGES_COMMIT wins when set (a copy of the tree on
+    another machine may carry a stale .git, or none)."""
     env = os.environ.get("GEMM_STAGES_COMMIT")
+    if env:
+        return env, None
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
                               text=True, timeout=10)
