@@ -35,7 +35,7 @@ def test_rows_on_a_tiny_shape():
         assert FIELDS <= set(row), FIELDS - set(row)
         assert row["status"] == "ok", row
         assert row["dtype"] == "float32" and row["reps"] == 3
-        assert row["timing"] == "best of 3, interleaved, 0.01 s pause"
+        assert row["timing"] == "best of 3, interleaved, 0.01 s pause and one untimed call before each"
         assert 0 < row["ms_best"] <= row["ms_p20"] <= row["ms_median"] <= row["ms_p80"]
         flops = 2 * row["m"] * row["n"] * row["k"]
         assert row["gflops"] == pytest.approx(flops / (row["ms_best"] * 1e-3) / 1e9)
@@ -56,18 +56,20 @@ def test_default_protocol_interleaved_with_a_pause_before_every_timed_call(monke
     monkeypatch.setattr(cpu_bench.cpu_reference, "gemm", recording_gemm)
     monkeypatch.setattr(cpu_bench.time, "sleep", lambda s: events.append(s))
     rows = cpu_bench.run_cpu([(16, 8, 32)])
-    assert rows[0]["timing"] == rows[1]["timing"] == "best of 7, interleaved, 0.3 s pause"
+    assert rows[0]["timing"] == rows[1]["timing"] == \
+        "best of 7, interleaved, 0.3 s pause and one untimed call before each"
     assert rows[0]["reps"] == rows[1]["reps"] == 7
     assert events[0] == "numba"  # the warm-up, unpaused
     timed = events[1:]
     sleeps = [e for e in timed if e != "numba"]
     assert sleeps == [0.3] * 14  # one pause before each of 7 + 7 timed calls
-    # Every timed numba call right after its pause; rounds alternate the order (numpy, numba),
-    # (numba, numpy), ..., so the pauses before each numba call, counted from the previous one,
-    # are 2 (numpy's and its own), then 1, 3, 1, 3, ...: calls interleaved one by one, not in blocks.
-    positions = [i for i, e in enumerate(timed) if e == "numba"]
-    assert len(positions) == 7 and all(timed[i - 1] == 0.3 for i in positions)
-    gaps = [timed[p + 1:q].count(0.3) for p, q in zip([-1] + positions, positions)]
+    # Every numba pair (the untimed wake-up call, then the timed call) follows its pause; rounds
+    # alternate the order (numpy, numba), (numba, numpy), ..., so the pauses before each numba
+    # pair, counted from the previous one, are 2, 1, 3, 1, 3, ...: interleaved, not in blocks.
+    pairs = [i for i, e in enumerate(timed) if e == "numba" and timed[i - 1] == 0.3]
+    assert len(pairs) == 7 and all(timed[i + 1] == "numba" for i in pairs)
+    assert timed.count("numba") == 14
+    gaps = [timed[p + 1:q].count(0.3) for p, q in zip([-1] + pairs, pairs)]
     assert gaps == [2, 1, 3, 1, 3, 1, 3]
 
 

@@ -12,7 +12,10 @@ How one shape is measured (the `timing` field of each row says it in short):
 * `rounds` rounds, each one timed call of numpy and one of numba, interleaved call by call (the
   order alternates between rounds). Before every timed call the process sleeps `pause` (0.3 s):
   OpenBLAS's and OpenMP's worker threads keep spinning for a while after a call, and on a
-  2-core machine the spinning threads of one library steal the cores from the next call.
+  2-core machine the spinning threads of one library steal the cores from the next call. Then
+  one untimed call of the same library wakes its own sleeping threads (numba's OpenMP workers
+  took 4-8 ms to wake after a pause here, which made 256^3 look 10x slower than it is), and the
+  call after it is timed.
 * The BEST time of the rounds is the result: on a shared machine noise (neighbours, a thread
   landing on the wrong core) only ever adds time. Median, p20 and p80 are kept to show spread.
 * After the timing, each implementation's own output (of the warm-up call and of the last timed
@@ -75,7 +78,12 @@ def _measure_shape(m: int, n: int, k: int, rounds: int, pause: float) -> list[di
         for name in order:
             if name in errors:
                 continue
+            # The pause lets the other library's threads stop spinning (OpenBLAS keeps its workers
+            # busy after a call); the untimed call then wakes this library's own threads, which
+            # sleep after a pause (numba's OpenMP workers take 4-8 ms to wake here): the timed
+            # call sees each library warm and alone, as back-to-back calls in a program would.
             time.sleep(pause)
+            calls[name]()
             t0 = time.perf_counter()
             calls[name]()
             samples[name].append((time.perf_counter() - t0) * 1e3)
@@ -96,7 +104,7 @@ def _measure_shape(m: int, n: int, k: int, rounds: int, pause: float) -> list[di
                "rel_err": math.nan,
                "ratio_numpy": best["numpy"] / best[name] if ms else math.nan,
                "status": "failed", "reason": "",
-               "timing": f"best of {rounds}, interleaved, {pause:g} s pause",
+               "timing": f"best of {rounds}, interleaved, {pause:g} s pause and one untimed call before each",
                "seed": seed}
         if name in errors:
             row["reason"] = f"raised {errors[name]}"
@@ -128,7 +136,8 @@ def run_cpu(shapes, progress=None, rounds: int = 7, *, pause: float = PAUSE_S) -
       rel_err       relative Frobenius error of this row's own output vs a float64 reference
       ratio_numpy   numpy's ms_best / this row's ms_best (numpy's row: 1.0)
       status        "ok", or "failed" with the `reason` (wrong or NaN result, an exception)
-      reason, timing ("best of 7, interleaved, 0.3 s pause"), seed (of the inputs)
+      reason, timing ("best of 7, interleaved, 0.3 s pause and one untimed call before each"),
+      seed (of the inputs)
     `progress`: None, or anything with set_description_str(text) and update(n) (a tqdm bar):
     the description is set before each shape and update(2) is called after it.
     """
