@@ -131,7 +131,7 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
         value = f"{e['tflops']:.2g}" if e["tflops"] < 10 else f"{e['tflops']:.0f}"
         # Labels alternate below-right and above-left of their points, on a white ground, so a
         # label never sits on a roof line unreadably; cuBLAS (a star) labels below.
-        offset = (-10, -30) if st.name == "cublas" else ((8, -22) if i % 2 == 0 else (-100, 8))
+        offset = (-10, -30) if st.name == "cublas" else ((8, -22) if i % 2 == 0 else (-82, 6))
         ax.annotate(f"{st.name}\n{value} TFLOP/s", (ai, e["tflops"]), fontsize=8,
                     textcoords="offset points", xytext=offset,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
