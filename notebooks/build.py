@@ -184,20 +184,62 @@ def cpu_baseline():
     ]
 
 
+WALK_SETUP = '''
+from stages.tools import diagrams
+from stages.tools.inspect import inspect_stage
+
+st = stages.get(NAME)
+
+
+def show_readme(anchor):
+    """The stage README's text that belongs here (its `<!-- explains: ... -->` hints say where)."""
+    for md in plots.readme_blocks(NAME, anchor):
+        display(Markdown(md))
+
+
+def draw(kind, defines=None, **options):
+    """A diagram from the kernel's own arithmetic, for the stage's defines or changed ones:
+    draw("banks_padded", {"PAD": 8}) redraws it for a variant."""
+    diagrams.draw(kind, {**st.defines, **(defines or {})}, **options)
+    plt.show()
+
+
+def show_part(part):
+    """One part of the kernel: its diff from the previous stage, the README's explanation of it,
+    and the diagrams the stage's why.py puts there."""
+    display(HTML(plots.kernel_diff_html(NAME, part=part)))
+    show_readme(part)
+    for kind, options in plots.stage_diagrams(NAME, part):
+        print(f"diagram {kind!r}:", getattr(diagrams.KINDS[kind], "__doc__", "").split(chr(10) + chr(10))[0])
+        draw(kind, **options)'''
+
+PART_TEXT = {
+    "setup": "Everything outside the section banners: the header, defines, the shared-memory size, "
+             "helpers, the block's coordinates.",
+    "load": "Getting A and B from global memory to where the math reads them.",
+    "compute": "The multiply-adds.",
+    "epilogue": "Writing C.",
+}
+
+
 def walkthrough(name: str, index: int):
     import stages  # noqa: PLC0415
+    from stages.tools import plots  # noqa: PLC0415
 
     st = stages.get(name)
-    return [
+    knob = plots.knob(name)
+    questions = plots.questions(name)
+    cells = [
         new_markdown_cell(
             f"# {name}: walkthrough\n\n"
             f"Stage {index} of the climb (builds on {st.previous or 'nothing: the starting point'}). "
-            "The idea and the diff are rendered from the stage's README and kernel sources, the "
-            "`inspect` figures are compiled here (no GPU needed), and the measured numbers come from "
-            "the committed H200 records, or from a fresh run with `LIVE = True` on a GPU machine."),
-        new_code_cell(SETUP + f"\nNAME = {name!r}"),
+            "Everything is rendered from the stage folder: its README (all of it, each part placed "
+            "next to the code it explains), its kernel (split at the section banners), its why.py "
+            "(the knob to turn, the questions, the diagrams, the figure). The `inspect` figures are "
+            "compiled here (no GPU needed); the measured numbers come from the committed H200 "
+            "records, or from a fresh run with `LIVE = True` on a GPU machine."),
+        new_code_cell(SETUP + f"\nNAME = {name!r}\n" + WALK_SETUP),
         new_code_cell(
-            "st = stages.get(NAME)\n"
             "if LIVE and st.runnable()[0]:\n"
             "    rec = bench.run_bench([NAME], shapes=[(4096, 4096, 4096), (8192, 8192, 8192)])\n"
             "    rec['_path'] = str(records.write(rec))\n"
@@ -206,13 +248,58 @@ def walkthrough(name: str, index: int):
             "elif LIVE:\n"
             "    print('LIVE asked for, but', st.runnable()[1], '- using the committed records')"),
         new_markdown_cell("## The idea"),
-        new_code_cell("display(Markdown(plots.idea_markdown(NAME)))"),
-        new_markdown_cell("## The kernel, as a diff from the previous stage"),
-        new_code_cell("display(HTML(plots.kernel_diff_html(NAME)))"),
+        new_code_cell('show_readme("idea")'),
+        new_markdown_cell(
+            "## The kernel, part by part\n\n"
+            "The diff of `kernel.cu` from the previous stage (the first stage: its own source), cut at "
+            "the kernel's section banners (`// ---- load`, `// ---- compute`, `// ---- epilogue`; "
+            "`plots.BANNER_PART` maps the others), each part followed by what the README says about it "
+            "and by the diagrams drawn from its address arithmetic."),
+        new_code_cell("display(Markdown(plots.diff_overview(NAME)))"),
+    ]
+    for part in plots.PARTS:
+        cells += [new_markdown_cell(f"### {part}\n\n{PART_TEXT.get(part, '')}"),
+                  new_code_cell(f"show_part({part!r})")]
+    cells += [
+        new_markdown_cell("### Beyond the diff"),
+        new_code_cell('show_readme("diff")'),
         new_markdown_cell("## What the compiler made of it (`python -m stages inspect`)"),
         new_code_cell(
-            "from stages.tools.inspect import inspect_stage\n"
-            "print(inspect_stage(st, arch='sm_90a').render())"),
+            "rep = inspect_stage(st, arch='sm_90a')\n"
+            "print(rep.render())\n"
+            'show_readme("inspect")'),
+        new_markdown_cell(
+            "## Predict first: turn a knob\n\n"
+            + plots.knob_question(name) + "\n\n"
+            "Write your prediction down, then run the cell: it compiles the variant (on the CPU, no GPU "
+            "needed) and prints both `inspect` reports side by side; on a GPU that runs the stage it "
+            "also times both. `KNOB` is yours to change: any define of the stage (`st.defines` lists "
+            "them); a configuration the kernel cannot build is refused with the rule it breaks."),
+        new_code_cell(
+            f"KNOB = {knob!r}\n"
+            "var = st.variant(**KNOB)\n"
+            "rep_var = inspect_stage(var, arch='sm_90a')\n"
+            "display(Markdown(plots.inspect_compare(rep, rep_var)))\n"
+            "if gpu_ok and st.runnable()[0]:\n"
+            "    display(Markdown(plots.time_pair(st, var, shape=plots.knob_shape(NAME))))\n"
+            "else:\n"
+            "    print('timing both needs a GPU that runs', NAME, '-', gpu_why if not gpu_ok else st.runnable()[1])"),
+        new_markdown_cell("Compare with your prediction, then read the explanation:"),
+        new_code_cell(
+            "display(Markdown(plots.knob_answer(NAME, st, var, rep, rep_var)))\n"
+            'show_readme("knob")'),
+    ]
+    if questions:
+        listing = "\n".join(f"{i}. {q[0]}" for i, q in enumerate(questions, 1))
+        cells += [
+            new_markdown_cell(
+                "## Check yourself\n\n" + listing + "\n\n"
+                "Put a number in each entry of `answers` and run both cells: each answer is compared "
+                "with the value computed from the stage's own defines and `inspect` report."),
+            new_code_cell("answers = {" + ", ".join(f"{i}: None" for i in range(1, len(questions) + 1)) + "}"),
+            new_code_cell("display(Markdown(plots.check_answers(NAME, answers, st, rep)))"),
+        ]
+    cells += [
         new_markdown_cell("## Measured"),
         new_code_cell(
             "rows = plots.measured_rows(NAME, recs)\n"
@@ -220,13 +307,18 @@ def walkthrough(name: str, index: int):
             "for e in rows:\n"
             "    lines.append(f\"| {e['shape']} | {e['ms_median']:.3f} | {e['tflops']:.1f} | \"\n"
             "                 f\"{e.get('pct_peak') or 0:.1f} | {e.get('ratio_cublas') or 0:.3f} |\")\n"
-            "display(Markdown('\\n'.join(lines) if rows else 'No measurement recorded yet.'))"),
+            "display(Markdown('\\n'.join(lines) if rows else 'No measurement recorded yet.'))\n"
+            'show_readme("measured")'),
         new_markdown_cell("## Why the idea helps"),
         new_code_cell(
             "print(plots.why_doc(NAME))\n"
             "plots.why(NAME, recs)\n"
-            "plt.show()"),
+            "plt.show()\n"
+            'show_readme("why")'),
     ]
+    if plots.readme_blocks(name, "end"):
+        cells += [new_markdown_cell("## Still open"), new_code_cell('show_readme("end")')]
+    return cells
 
 
 def write(name: str, cells) -> Path:

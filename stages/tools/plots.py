@@ -11,14 +11,17 @@ from __future__ import annotations
 import difflib
 import html
 import importlib
+import os
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 import stages
+from stages.core import gpu
 
-from . import records, report
+from . import diagrams, records, report, timing
 from .bench import datasheet
 
 STAGE_COLORS = ["#9e9e9e", "#ff9800", "#3f51b5", "#e91e63", "#009688", "#795548", "#673ab7"]
@@ -193,29 +196,319 @@ def by_size(recs: list[dict], ax=None, gpu_substring: str = "H200"):
 
 
 # ---- walkthrough helpers ---------------------------------------------------------------------
+# The one mapping between a stage's README and its walkthrough. The kernel is cut at its section
+# banners (`// ---- load: ...`): the banner's first word names the part it opens (BANNER_PART;
+# any other banner, the code before the first one and each `__global__` entry open "setup").
+# A README block is shown at an anchor: the notebook's places, in order (ANCHORS). A `##` section
+# goes to the anchor its heading names (HEADING_ANCHOR, by the heading's first words), else to
+# "diff" (after the kernel parts); a line `<!-- explains: PART -->` in the README sends what
+# follows it, up to the next hint or `##` heading, to PART. Generated blocks (`<!-- x:begin -->
+# ... <!-- x:end -->`: the measured and ablation tables, the diff summary) are left out: the
+# notebook shows those from the records and the sources itself.
+PARTS = ("setup", "load", "compute", "epilogue")
+BANNER_PART = {"load": "load", "tma": "load", "mbarrier": "load", "producer": "load",
+               "compute": "compute", "wgmma": "compute", "mma": "compute", "epilogue": "epilogue"}
+ANCHORS = ("idea", *PARTS, "diff", "inspect", "knob", "measured", "why", "end")
+HEADING_ANCHOR = (("inspect", "inspect"), ("measured", "measured"), ("ablation", "why"),
+                  ("verification", "measured"), ("open question", "end"), ("shared-memory budget", "inspect"))
+NOTEBOOKS = records.REPO / "notebooks"
+
+_BANNER = re.compile(r"^\s*// ---- ([A-Za-z]+)")
+_GENERATED = re.compile(r"<!-- ([\w-]+):begin -->.*?<!-- \1:end -->\n?", re.S)
+_HINT = re.compile(r"^\s*<!--\s*explains:\s*([\w-]+)\s*-->\s*$")
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+
+
+def kernel_parts(code: str) -> list[str]:
+    """The part (PARTS) each line of a kernel source belongs to, from its section banners."""
+    part, out = "setup", []
+    for line in code.splitlines():
+        m = _BANNER.match(line)
+        if m:
+            part = BANNER_PART.get(m.group(1).lower(), "setup")
+        elif "__global__" in line:
+            part = "setup"
+        out.append(part)
+    return out
+
+
+def _heading_anchor(heading: str) -> str:
+    low = heading.lower()
+    return next((anchor for start, anchor in HEADING_ANCHOR if low.startswith(start)), "diff")
+
+
+def _relink(md: str, folder: Path, to: Path = NOTEBOOKS) -> str:
+    """Relative links of a stage README, rewritten to work from `to` (the notebooks folder)."""
+    def fix(m):
+        target = m.group(2)
+        if re.match(r"^(https?:|mailto:|#|/)", target):
+            return m.group(0)
+        rel = os.path.relpath(folder / target, to) + ("/" if target.endswith("/") else "")
+        return m.group(1) + rel.replace(os.sep, "/") + m.group(3)
+    return _LINK.sub(fix, md)
+
+
+def readme_sections(name: str) -> list[dict]:
+    """The stage README cut into blocks: {anchor, heading, continued, markdown}, in README order;
+    every word of it except its title, HTML comments and generated blocks."""
+    folder = stages.get(name).folder
+    text = _GENERATED.sub("", (folder / "README.md").read_text())
+    blocks, cur = [], {"anchor": "idea", "heading": None, "continued": False, "lines": []}
+    for line in text.splitlines():
+        if line.startswith("# ") and not blocks and not any(x.strip() for x in cur["lines"]):
+            continue  # the title: the notebook has its own
+        if line.startswith("## "):
+            blocks.append(cur)
+            heading = line[3:].strip()
+            cur = {"anchor": _heading_anchor(heading), "heading": heading, "continued": False, "lines": []}
+            continue
+        hint = _HINT.match(line)
+        if hint:
+            if any(x.strip() for x in cur["lines"]):
+                blocks.append(cur)
+                cur = {"anchor": hint.group(1), "heading": cur["heading"], "continued": True, "lines": []}
+            else:
+                cur["anchor"] = hint.group(1)
+            continue
+        cur["lines"].append(re.sub(r"\s*<!--.*?-->", "", line))
+    blocks.append(cur)
+    out = []
+    for b in blocks:
+        body = "\n".join(b["lines"]).strip()
+        if not body:
+            continue
+        if b["heading"] and not b["continued"] and b["anchor"] == _heading_anchor(b["heading"]):
+            body = f"### {b['heading']}\n\n{body}"
+        elif b["heading"]:  # a part of a section shown away from its heading
+            body = f"*From the README, \u00a7 {b['heading']}:*\n\n{body}"
+        out.append({"anchor": b["anchor"], "heading": b["heading"], "continued": b["continued"],
+                    "markdown": _relink(body, folder)})
+    return out
+
+
+def readme_blocks(name: str, anchor: str) -> list[str]:
+    """The README's markdown blocks that belong at `anchor` (one of ANCHORS), in README order."""
+    return [b["markdown"] for b in readme_sections(name) if b["anchor"] == anchor]
+
+
 def idea_markdown(name: str) -> str:
-    """The stage README up to its first level-2 section: the idea, rendered from the source."""
-    text = (stages.get(name).folder / "README.md").read_text()
-    head = text.split("\n## ", 1)[0]
-    return "\n".join(ln for ln in head.splitlines() if not ln.startswith("<!--"))
+    """The stage README's opening (the idea, up to its first `##` section or hint elsewhere)."""
+    return "\n\n".join(readme_blocks(name, "idea"))
 
 
-def kernel_diff_html(name: str, context: int = 2) -> str:
-    """The diff of kernel.cu against the previous stage's, as colored HTML (from the sources)."""
+def _diff_rows(prev_code: str, code: str, context: int) -> list[list[tuple]]:
+    """Hunks of the diff, each a list of (sign, text, part, old line no, new line no); a removed
+    line belongs to the part of the old kernel it sat in, every other line to the new kernel's."""
+    old, new = prev_code.splitlines(), code.splitlines()
+    po, pn = kernel_parts(prev_code), kernel_parts(code)
+    matcher = difflib.SequenceMatcher(None, old, new)  # as difflib.unified_diff (report.diff_summary)
+    hunks = []
+    for group in matcher.get_grouped_opcodes(context):
+        rows = []
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [(" ", new[j], pn[j], i + 1, j + 1) for i, j in zip(range(i1, i2), range(j1, j2))]
+            else:
+                rows += [("-", old[i], po[i], i + 1, None) for i in range(i1, i2)]
+                rows += [("+", new[j], pn[j], None, j + 1) for j in range(j1, j2)]
+        hunks.append(rows)
+    return hunks
+
+
+def _row_html(sign: str, text: str) -> str:
+    color = {"+": "#e6ffed", "-": "#ffeef0", "@": "#f1f8ff"}.get(sign, "transparent")
+    return f"<span style='background:{color}'>{html.escape(text)}</span>"
+
+
+_PRE = "<pre style='font-size:11px;line-height:1.25'>"
+
+
+def part_counts(name: str) -> dict[str, tuple[int, int]]:
+    """part -> (lines added, lines removed) of the stage's kernel diff (the first stage: its lines)."""
     st = stages.get(name)
     if not st.previous:
-        body = html.escape(st.code())
-        return f"<pre style='font-size:11px'>{body}</pre>"
+        parts = kernel_parts(st.code())
+        return {p: (parts.count(p), 0) for p in PARTS}
+    counts = {p: [0, 0] for p in PARTS}
+    for rows in _diff_rows(stages.get(st.previous).code(), st.code(), 0):
+        for sign, _, part, _, _ in rows:
+            if sign in "+-":
+                counts[part][0 if sign == "+" else 1] += 1
+    return {p: tuple(v) for p, v in counts.items()}
+
+
+def diff_overview(name: str) -> str:
+    """Markdown: the size of the stage's one idea, and where in the kernel it lands."""
+    counts = part_counts(name)
+    st = stages.get(name)
+    lines = [report.diff_summary(name), "",
+             "| part | " + ("lines" if not st.previous else "added | removed") + " |",
+             "|---|" + ("---|" if not st.previous else "---|---|")]
+    for p in PARTS:
+        a, r = counts[p]
+        lines.append(f"| {p} | {a} |" if not st.previous else f"| {p} | {a} | {r} |")
+    return "\n".join(lines)
+
+
+def kernel_diff_html(name: str, context: int = 2, part: str | None = None) -> str:
+    """The diff of kernel.cu against the previous stage's, as colored HTML (from the sources);
+    with `part` (one of PARTS) only the lines of that part of the kernel (the first stage, which
+    has no previous one: its own lines of that part)."""
+    st = stages.get(name)
+    if not st.previous:
+        code = st.code().splitlines()
+        parts = kernel_parts(st.code())
+        if part is None:
+            return f"<pre style='font-size:11px'>{html.escape(st.code())}</pre>"
+        body = [f"{i + 1:4d}  {html.escape(ln)}" for i, ln in enumerate(code) if parts[i] == part]
+        return (f"<p><b>{part}</b>: {len(body)} lines of kernel.cu</p>{_PRE}" + "\n".join(body) + "</pre>"
+                if body else f"<p>kernel.cu has no {part} section.</p>")
     prev = stages.get(st.previous)
-    lines = difflib.unified_diff(prev.code().splitlines(), st.code().splitlines(),
-                                 f"{prev.name}/kernel.cu", f"{name}/kernel.cu", lineterm="", n=context)
     out = []
-    for ln in lines:
-        color = "#e6ffed" if ln.startswith("+") else "#ffeef0" if ln.startswith("-") else (
-            "#f1f8ff" if ln.startswith("@@") else "transparent")
-        out.append(f"<span style='background:{color}'>{html.escape(ln)}</span>")
+    for rows in _diff_rows(prev.code(), st.code(), context):
+        runs, cur = [], []
+        for row in rows:  # runs of consecutive rows of the wanted part (all rows without a part)
+            if part is None or row[2] == part:
+                cur.append(row)
+            elif cur:
+                runs.append(cur)
+                cur = []
+        if cur:
+            runs.append(cur)
+        for run in runs:
+            if not any(r[0] in "+-" for r in run):
+                continue  # context only
+            old_no = next((r[3] for r in run if r[3]), None)
+            new_no = next((r[4] for r in run if r[4]), None)
+            out.append(_row_html("@", f"@@ {prev.name}/kernel.cu line {old_no or '-'}, "
+                                      f"{name}/kernel.cu line {new_no or '-'} @@"))
+            out += [_row_html(sign, sign + text) for sign, text, *_ in run]
+    if part is not None:
+        added, removed = part_counts(name)[part]
+        head = f"<p><b>{part}</b>: {added} lines added, {removed} removed</p>"
+        return head + (_PRE + "\n".join(out) + "</pre>" if out else f"<p>No change in the {part} part.</p>")
     summary = html.escape(report.diff_summary(name).replace("`", ""))
-    return f"<p>{summary}</p><pre style='font-size:11px;line-height:1.25'>" + "\n".join(out) + "</pre>"
+    return f"<p>{summary}</p>{_PRE}" + "\n".join(out) + "</pre>"
+
+
+# ---- the stage folder's walkthrough declarations (why.py): knob, questions, diagrams -------------
+def _extra(name: str, attr: str, default=None):
+    mod = _why_module(name)
+    return getattr(mod, attr, default) if mod else default
+
+
+def knob(name: str) -> dict:
+    """The one define the walkthrough's "predict first" cell changes: why.py's KNOB, else the
+    first define whose doubled (or halved) value the stage accepts."""
+    chosen = _extra(name, "KNOB")
+    if chosen:
+        return dict(chosen)
+    st = stages.get(name)
+    for key, val in st.defines.items():
+        for new in (val * 2, val // 2):
+            if isinstance(val, int) and new != val and new > 0:
+                try:
+                    st.variant(**{key: new})
+                except ValueError:
+                    continue
+                return {key: new}
+    return {}
+
+
+def knob_question(name: str) -> str:
+    """The prompt before the knob cell: why.py's KNOB_QUESTION, else a generic one."""
+    k = knob(name)
+    text = _extra(name, "KNOB_QUESTION")
+    if text:
+        return text
+    st = stages.get(name)
+    change = ", ".join(f"`{key}={v}` (shipped: {st.defines[key]})" for key, v in k.items())
+    return (f"Predict what happens to the registers per thread, the shared memory per block, spills "
+            f"and the SASS mix when you set {change}.")
+
+
+def knob_shape(name: str) -> tuple[int, int, int]:
+    return tuple(_extra(name, "KNOB_SHAPE", (4096, 4096, 4096)))
+
+
+def knob_answer(name: str, shipped, variant, rep, rep_variant) -> str:
+    """why.py's KNOB_ANSWER(shipped, variant, rep, rep_variant) -> markdown, if it has one."""
+    fn = _extra(name, "KNOB_ANSWER")
+    return fn(shipped, variant, rep, rep_variant) if fn else ""
+
+
+def inspect_compare(rep, rep_variant) -> str:
+    """Two `inspect` reports side by side (markdown): registers, shared memory, spills, SASS."""
+    def b(x):
+        return "?" if x is None else f"{x:,}"
+    rows = [("registers per thread", rep.registers, rep_variant.registers),
+            ("dynamic shared memory, B", rep.dynamic_smem, rep_variant.dynamic_smem),
+            ("spill stores, B", rep.spill_stores, rep_variant.spill_stores),
+            ("spill loads, B", rep.spill_loads, rep_variant.spill_loads),
+            ("local memory, B", rep.local_memory, rep_variant.local_memory),
+            ("SASS instructions", rep.total_instructions, rep_variant.total_instructions)]
+    fams = list(dict.fromkeys([*rep.families, *rep_variant.families]))
+    rows += [(f"SASS {f}", rep.opcodes.get(f, 0), rep_variant.opcodes.get(f, 0)) for f in fams]
+    out = [f"| | {rep.stage} | {rep_variant.stage} | change |", "|---|---|---|---|"]
+    for label, x, y in rows:
+        delta = "" if x is None or y is None or x == y else f"{y - x:+,}"
+        out.append(f"| {label} | {b(x)} | {b(y)} | {delta} |")
+    warn = [w for w in rep_variant.failures if w not in rep.failures]
+    if warn:
+        out += ["", "**The variant:** " + "; ".join(warn)]
+    return "\n".join(out)
+
+
+def time_pair(stage, variant, shape=(4096, 4096, 4096), reps: int = 10, warmup: int = 2) -> str:
+    """Both kernels timed on the same inputs (GPU only; L2 flushed before each run), markdown."""
+    cp = gpu.cupy()
+    m, n, k = shape
+    a = cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+    b = cp.random.standard_normal((n, k), dtype=cp.float32).astype(cp.float16)
+    out = cp.empty((m, n), dtype=cp.float16)
+    flush = timing.L2Flusher(gpu.current().l2_bytes)
+    rows = [f"| {m}x{n}x{k} | median ms | TFLOP/s |", "|---|---|---|"]
+    for s in (stage, variant):
+        try:
+            t = timing.time_gpu(s.prepare(a, b, out), reps=reps, warmup=warmup, flush=flush)
+            rows.append(f"| {s.name} | {t.median:.3f} | {timing.tflops(m, n, k, t.median):.1f} |")
+        except Exception as exc:  # a variant this GPU cannot launch says why
+            rows.append(f"| {s.name} | – | {type(exc).__name__}: {exc} |")
+    return "\n".join(rows)
+
+
+def questions(name: str) -> list[tuple]:
+    """why.py's QUESTIONS: (text, value(stage, report), explanation) triples."""
+    return list(_extra(name, "QUESTIONS", []) or [])
+
+
+def check_answers(name: str, answers: dict, stage, rep, rel: float = 0.01) -> str:
+    """Each answer against the value computed from the stage's defines / inspect report:
+    right or wrong, with the explanation (markdown). Unanswered questions stay closed."""
+    out = []
+    for i, (text, value_fn, explain) in enumerate(questions(name), 1):
+        value = value_fn(stage, rep)
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g}" if isinstance(value, float) else value
+        why_text = explain(stage, rep) if callable(explain) else str(explain).format(value=shown, **stage.defines)
+        given = answers.get(i)
+        if given is None:
+            out.append(f"**{i}.** not answered yet: put a number in `answers[{i}]` and run this cell again.")
+            continue
+        ok = value is not None and abs(float(given) - float(value)) <= rel * max(abs(float(value)), 1e-12)
+        verdict = "right" if ok else f"not quite: you wrote {given}, it is {shown}"
+        out.append(f"**{i}. {verdict}.** {why_text}")
+    return "\n\n".join(out) if out else "This stage has no questions yet (QUESTIONS in its why.py)."
+
+
+def stage_diagrams(name: str, part: str | None = None) -> list[tuple[str, dict]]:
+    """why.py's DIAGRAMS as (kind, options), those of `part` only if given (each diagram's part:
+    its "part" option, else diagrams.PART)."""
+    out = []
+    for kind, options in _extra(name, "DIAGRAMS", []) or []:
+        where = options.get("part", diagrams.PART.get(kind, "setup"))
+        if part is None or where == part:
+            out.append((kind, {k: v for k, v in options.items() if k != "part"}))
+    return out
 
 
 def measured_rows(name: str, recs: list[dict], gpu_substring: str = "H200") -> list[dict]:

@@ -1,6 +1,7 @@
 """v4_swizzle_pipeline's "why" figure, for its walkthrough notebook (a tool-side companion)."""
 import matplotlib.pyplot as plt
 
+from stages.core import gpu
 from stages.tools import records
 
 # The ablation ladder: a variant's overrides -> what that rung adds (the README's table and this
@@ -17,6 +18,54 @@ LADDER = {
     "GROUP_M=32": "GROUP_M 32",
 }
 NAME = "v4_swizzle_pipeline"
+
+
+# ---- the walkthrough's declarations (notebooks/build.py reads them; see the README's recipe) ----
+KNOB = {"TMA_STORE": 0}
+KNOB_QUESTION = (
+    "Set `TMA_STORE=0` (shipped: 1): the epilogue goes back to v3's `half2` stores from registers "
+    "straight to global memory. Predict: shared memory per block, registers at entry, and which "
+    "SASS families appear or disappear (STS, STG, UTMASTG). The ablation measured this lever; look "
+    "at the \"Why\" figure after you answer.")
+
+
+def KNOB_ANSWER(shipped, variant, rep, rep_variant) -> str:
+    return (f"**What changed.** Shared memory {rep.dynamic_smem:,} → {rep_variant.dynamic_smem:,} B: the "
+            f"staging tile (EPI_BYTES = 2 warpgroups × 64 × 128 × 2 B) is gone. The stores: STS "
+            f"{rep.opcodes.get('STS', 0)} → {rep_variant.opcodes.get('STS', 0)}, UTMASTG "
+            f"{rep.opcodes.get('UTMASTG', 0)} → {rep_variant.opcodes.get('UTMASTG', 0)}, STG "
+            f"{rep.opcodes.get('STG', 0)} → {rep_variant.opcodes.get('STG', 0)}. Registers at entry "
+            f"{rep.registers} → {rep_variant.registers}: `__launch_bounds__(384, 1)` sets them, not the epilogue.")
+
+
+QUESTIONS = [
+    ("How many registers per thread does ptxas allocate at entry (`__launch_bounds__(384, 1)`)?",
+     lambda st, rep: rep.registers,
+     lambda st, rep: ("65,536 registers per SM / 384 threads = 170.7, rounded down to a multiple of 8: "
+                      f"{65536 // 384 // 8 * 8} (inspect: {rep.registers}); `setmaxnreg` then gives the producer 40 and "
+                      "the consumers 232 (40 × 128 + 232 × 256 = 64,512).")),
+    ("How many bytes of dynamic shared memory does a block use with the shipped switches?",
+     lambda st, rep: st.defines["STAGES"] * (st.defines["BM"] + st.defines["BN"]) * st.defines["BK"] * 2
+     + (2 * 64 * 128 * 2 if st.defines["TMA_STORE"] else 0) + 1024 + 2 * 8 * st.defines["STAGES"],
+     "STAGES × STAGE_BYTES + EPI_BYTES + ALIGN_SLACK + BAR_BYTES = {value} B (`gemm_smem_bytes`)."),
+    ("How many arrivals complete one phase of `empty[s]`?",
+     lambda st, rep: st.defines["CLUSTER_M"] * 2 * 4,
+     "One per consumer warp of every CTA of the cluster: CLUSTER_M × CONSUMERS × 4 = {value}."),
+    (f"How many blocks does the persistent grid launch for 4096 × 4096 × 4096 on an H200 "
+     f"({gpu.REFERENCE_DEVICE.sm_count} SMs)?",
+     lambda st, rep: st.geometry(4096, 4096, 4096, st.defines, gpu.REFERENCE_DEVICE).grid[0],
+     lambda st, rep: (f"min(tiles, SMs): (4096/{st.defines['BM']}) × (4096/{st.defines['BN']}) = "
+                      f"{(4096 // st.defines['BM']) * (4096 // st.defines['BN'])} tiles against "
+                      f"{gpu.REFERENCE_DEVICE.sm_count} SMs: "
+                      f"{st.geometry(4096, 4096, 4096, st.defines, gpu.REFERENCE_DEVICE).grid[0]} blocks, "
+                      "each looping `tile += gridDim.x`.")),
+    ("How many wgmma does a consumer warpgroup issue per k-block?",
+     lambda st, rep: st.defines["BK"] // 16,
+     "BK / 16 = {value}; the first of a tile runs with scale-d = 0 instead of zeroing the accumulators."),
+]
+
+DIAGRAMS = [("ring_timeline", {"k_tiles": 6, "tiles": 2, "producer": "warp"}),
+            ("tma_swizzle", {"part": "epilogue"})]
 
 
 def plot(recs: list[dict], ax=None, gpu_substring: str = "H200"):
