@@ -5,6 +5,7 @@
   bench     time stages against cuBLAS (GPU) and numpy (CPU); --overhead: host time per call
   tune      verify and time variants of a stage's tunables beside cuBLAS
   inspect   registers, shared/local memory, spills, SASS mix (no GPU needed; exit 1 on problems)
+  profile   Nsight Compute on one launch per stage: DRAM/L2 bytes, bank conflicts, pipes, stalls
   ceilings  measure the GPU's roofs (HBM, L2, fp32 FMA, cuBLAS fp16)
   report    tables from the published records (--write updates the READMEs)
   new       start a new stage by copying the last one (see README, "Adding a stage")
@@ -26,7 +27,7 @@ import stages
 from stages.core import gpu
 from stages.core.errors import CompileError, UnsupportedDevice
 
-from . import bench, ceilings, newstage, records, report, verify
+from . import bench, ceilings, newstage, profile, records, report, verify
 from .inspect import inspect_stage
 
 WIDTH = 100
@@ -116,11 +117,29 @@ def cmd_list(args) -> int:
 
 
 # ---- verify ----------------------------------------------------------------------------------
+def _overrides(items: list[str] | None) -> dict:
+    """["BN=128", "STAGES=3"] -> {"BN": 128, "STAGES": 3} (one value each: a variant)."""
+    overrides = {}
+    for item in items or []:
+        key, _, val = item.partition("=")
+        try:
+            overrides[key.strip()] = int(val)
+        except ValueError:
+            raise ValueError(f"--set takes NAME=INTEGER, got {item!r}") from None
+    return overrides
+
+
 def cmd_verify(args) -> int:
+    overrides = _overrides(args.set)
+    if overrides and not args.stages:
+        raise ValueError("verify --set NAME=VALUE: name the stage(s) whose variant to check")
     names = _select(args.stages, stages.all_names())
     failed, summary, details = 0, [], []
     for name in names:
         st = stages.get(name)
+        if overrides:
+            st = st.variant(**overrides)  # refuses a tunable the stage lacks, or a config it cannot build
+            name = st.name
         ok, why = st.runnable()
         if not ok:
             print(f"{name}: skipped: {why}", flush=True)
@@ -315,6 +334,39 @@ def cmd_inspect(args) -> int:
     return 1 if status else 0
 
 
+# ---- profile ---------------------------------------------------------------------------------
+def cmd_profile(args) -> int:
+    specs = args.stages or stages.names()
+    objs = [profile.parse_spec(s) for s in specs]  # refuses unknown stages and tunables up front
+    ncu = profile.find_ncu()
+    ok, why = gpu.available()
+    if not ok or not ncu:
+        print(f"profile skipped ({', '.join(st.name for st in objs)}): "
+              f"{why if not ok else 'Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin'}; "
+              "nothing was measured: no record written")
+        return 0
+    shape = args.shape or profile.DEFAULT_SHAPE
+    record = profile.run_profile([st.name for st in objs], shape=shape, keep_reports=args.keep_reports)
+    print(f"ncu {record['settings'].get('ncu_version')} ({record['settings'].get('ncu')}), one launch at "
+          f"{'x'.join(map(str, shape))} after a warm-up")
+    keys = list(profile.METRICS)
+    rows = []
+    for e in record["results"]:
+        if e["status"] != "ok":
+            print(f"{e['stage']}: {e['status']}: {e.get('reason', '')}"[:300])
+            continue
+        for key in keys:
+            got = e["metrics"].get(key)
+            if got:
+                rows.append([e["stage"], profile.METRICS[key], profile._fmt(got["value"], got["unit"]), key])
+        top = ", ".join(f"{t['reason']} {100 * t['share']:.0f}%" for t in e["top_stalls"] if t.get("share"))
+        rows.append([e["stage"], "top stall reasons", top or "–", profile.STALL_PREFIX + "*"])
+    if rows:
+        print(_table(rows, ["stage", "metric", "value", "ncu metric"]))
+    _write(record, args)
+    return 1 if any(e["status"] == "failed" for e in record["results"]) else 0
+
+
 # ---- report ----------------------------------------------------------------------------------
 def cmd_report(args) -> int:
     if args.write:
@@ -360,6 +412,8 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--quick", action="store_true", help="sizes {1, 17, 128, 129} instead of the full checklist")
     v.add_argument("--repeat", type=int, default=1, help="run the sweep N times with fresh inputs (races move)")
     v.add_argument("--seed", type=int, default=None, help="fixed input seed (default: fresh each check)")
+    v.add_argument("--set", action="append",
+                   help="NAME=VALUE: check a variant of the named stage(s) (repeatable), e.g. --set SWIZZLE=0")
     b = sub.add_parser("bench", help="time stages against cuBLAS (GPU) and numpy (CPU); write a run record",
                        formatter_class=fmt)
     b.add_argument("stages", nargs="*", help="stages to time (default: every stage and baseline this machine runs)")
@@ -395,6 +449,14 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--set", action="append", help="NAME=VALUE: inspect a variant (repeatable), e.g. --set BN=128")
     i.add_argument("--arch", default="sm_90a", help="NVRTC target")
     i.add_argument("--json", action="store_true", help="machine-readable output")
+    pr = sub.add_parser("profile", help="Nsight Compute on one launch of each stage: bytes, conflicts, pipes, stalls",
+                        formatter_class=fmt)
+    pr.add_argument("stages", nargs="*",
+                    help="stages to profile, or variants as NAME[KEY=V,...] (default: every GPU stage)")
+    pr.add_argument("--shape", type=_shape, help="MxNxK (default: 4096x4096x4096)")
+    pr.add_argument("--keep-reports", metavar="DIR", help="keep ncu's .ncu-rep files in DIR")
+    pr.add_argument("--publish", action="store_true", help="write the record to results/")
+    pr.add_argument("--out", help="write the record to this path instead")
     r = sub.add_parser("report", help="tables from the published records (--write updates the READMEs)")
     r.add_argument("--write", action="store_true", help="rewrite the generated blocks of the READMEs")
     n = sub.add_parser("new", help="start a new stage folder by copying the last stage")
@@ -410,7 +472,8 @@ def main(argv=None) -> int:
         p.print_help()
         return 0
     commands = {"list": cmd_list, "verify": cmd_verify, "bench": cmd_bench, "tune": cmd_tune,
-                "ceilings": cmd_ceilings, "inspect": cmd_inspect, "report": cmd_report, "new": cmd_new}
+                "ceilings": cmd_ceilings, "inspect": cmd_inspect, "profile": cmd_profile, "report": cmd_report,
+                "new": cmd_new}
     try:
         return commands[args.cmd](args)
     except (ValueError, TypeError, UnsupportedDevice, CompileError) as exc:

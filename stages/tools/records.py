@@ -34,6 +34,7 @@ _OK_FIELDS = {
     ("bench", "cpu"): ("stage", "m", "n", "k", "dtype", "ms_best", "ms_median", "ms_p20", "ms_p80",
                        "reps", "gflops", "rel_err", "ratio_numpy"),
     ("overhead", "results"): ("stage", "m", "n", "k", "calls", "us_per_call", "ratio_cupy_matmul"),
+    ("profile", "results"): ("stage", "m", "n", "k", "kernel", "metrics", "stalls", "top_stalls", "dropped"),
 }
 _OK_FIELDS[("tune", "results")] = _OK_FIELDS[("bench", "results")]
 _OK_FIELDS[("tune", "cpu")] = _OK_FIELDS[("bench", "cpu")]

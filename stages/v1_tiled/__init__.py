@@ -6,7 +6,9 @@ from stages.core.stage import KernelStage, Launch, cdiv
 # 128 x 128 block tile, 16-deep K tiles, 8 x 8 outputs per thread -> 256 threads.
 # PAD = 4 floats makes the shared row stride 20 floats: the compute loop's 16-byte loads are
 # conflict-free. BK = 16 measured 41.1 TFLOP/s against 37.8 for BK = 32 (results/tuning/, 4096^3).
-CONFIG = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PAD": 4, "MIN_BLOCKS": 1}
+# PAD = 0 (an ablation) gives the compute loop's B loads a 4-way bank conflict; BREAK_SYNC = 1 is
+# an exercise that drops the barrier between K tiles (README, "Ablations" and "Break it").
+CONFIG = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PAD": 4, "MIN_BLOCKS": 1, "BREAK_SYNC": 0}
 
 
 def threads(c: dict) -> int:
@@ -25,6 +27,7 @@ def check_config(c: dict) -> None:
          and c["BM"] * c["BK"] // 8 >= threads(c) and c["BN"] * c["BK"] // 8 >= threads(c),
          "each thread loads a whole number (>= 1) of 16-byte chunks: BM*BK/8 and BN*BK/8 multiples of THREADS"),
         (c["MIN_BLOCKS"] >= 1, "MIN_BLOCKS >= 1"),
+        (c["BREAK_SYNC"] in (0, 1), "BREAK_SYNC 0 or 1 (an exercise: 1 drops the barrier between K tiles)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

@@ -13,6 +13,8 @@
 // Requires:   sm_70+; M % BM == 0, N % BN == 0, K % BK == 0; 16-byte aligned operands.
 // Launch:     grid (N/BN, M/BM); THREADS = (BM/TM) * (BN/TN); dynamic shared memory
 //             2 x (BM + BN) x LDS floats. All sizes are -D defines set by the harness.
+// Switches:   PAD=0 (an ablation: the bank conflicts below come back) and BREAK_SYNC=1 (an
+//             exercise: no barrier between K tiles); README, "Ablations" and "Break it".
 // Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major.
 // ============================================================================================
 #include <cuda_fp16.h>
@@ -127,7 +129,9 @@ gemm_v1_tiled(const __half* __restrict__ A, const __half* __restrict__ B, __half
       float* As_next = smem + ((kt + 1) & 1) * (BM + BN) * LDS;
       store_tile(As_next, As_next + BM * LDS, a_reg, b_reg);
     }
+#if !BREAK_SYNC  // an exercise (README, "Break it"): without this barrier the next tile races
     __syncthreads();
+#endif
   }
 
   // ---- epilogue ------------------------------------------------------------------------------

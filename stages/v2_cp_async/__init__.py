@@ -7,7 +7,11 @@ from stages.core.stage import KernelStage, Launch, cdiv
 # a 3-buffer ring (3 x 32 KiB of shared memory: two blocks fit on an SM), blocks grouped 8
 # tile-rows at a time. Chosen from 8 variants by `python -m stages tune` (results/tuning/; the
 # README quotes the sweep).
-CONFIG = {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3, "GROUP_M": 8}
+# SWIZZLE = 0 drops the XOR (an ablation: ldmatrix then conflicts 8-way); GROUP_M = 1 is plain
+# launch order; BREAK_WAIT = 1 is an exercise that waits for one cp.async group too few (README,
+# "Ablations" and "Break it").
+CONFIG = {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3, "GROUP_M": 8,
+          "SWIZZLE": 1, "BREAK_WAIT": 0}
 
 
 def threads(c: dict) -> int:
@@ -24,6 +28,8 @@ def check_config(c: dict) -> None:
          "BM*8 and BN*8 16-byte chunks per tile divisible by THREADS"),
         (c["STAGES"] >= 2, "STAGES >= 2 (one buffer computing, one loading)"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
+        (c["SWIZZLE"] in (0, 1), "SWIZZLE 0 (plain 128-byte rows) or 1 (chunk ^ row % 8)"),
+        (c["BREAK_WAIT"] in (0, 1), "BREAK_WAIT 0 or 1 (an exercise: 1 waits for one cp.async group too few)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

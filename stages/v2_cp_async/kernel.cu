@@ -16,6 +16,8 @@
 //             K % BK == 0; 16-byte aligned operands.
 // Launch:     1-D grid of (M/BM) * (N/BN) blocks in grouped order; THREADS = (BM/WM)*(BN/WN)*32;
 //             dynamic shared memory STAGES x (BM + BN) x BK fp16. Sizes are -D defines.
+// Switches:   SWIZZLE=0 (an ablation: plain rows, 8-way ldmatrix conflicts), GROUP_M=1 (launch
+//             order), BREAK_WAIT=1 (an exercise: one cp.async group too few); see the README.
 // Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major.
 // ============================================================================================
 #include <cuda_fp16.h>
@@ -37,8 +39,14 @@ extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * (BM + BN) * BK *
 // k0+BK), 128 bytes = 8 chunks of 16 bytes. Chunk c of row r is stored at chunk c ^ (r % 8).
 // ldmatrix reads the same logical chunk of 8 consecutive rows: after the swizzle they sit in 8
 // different chunks, i.e. all 32 banks once. No padding needed, so tiles stay 128-byte rows.
+// SWIZZLE=0 (an ablation) stores chunk c at chunk c: the 8 rows an ldmatrix reads then share
+// one 16-byte column of banks, an 8-way conflict; the result is the same.
 __device__ __forceinline__ unsigned swizzle(int row, int chunk) {
+#if SWIZZLE
   return row * (BK * 2) + ((chunk ^ (row & 7)) << 4);
+#else
+  return row * (BK * 2) + (chunk << 4);
+#endif
 }
 
 __device__ __forceinline__ void cp_async16(unsigned smem_addr, const void* gmem) {
@@ -114,7 +122,8 @@ gemm_v2_cp_async(const __half* __restrict__ A, const __half* __restrict__ B, __h
 
   for (int kt = 0; kt < num_k_tiles; ++kt) {
     // Groups committed so far: STAGES-1+kt. Allowing STAGES-2 pending means tile kt has landed.
-    cp_async_wait<STAGES - 2>();
+    // (BREAK_WAIT=1, an exercise, allows one more: tile kt may not have landed yet.)
+    cp_async_wait<STAGES - 2 + BREAK_WAIT>();
     // Makes every thread's copies visible, and proves all warps are done with tile kt-1, whose
     // buffer is refilled next.
     __syncthreads();

@@ -19,9 +19,9 @@
 //             instructions off the SM.
 // Requires:   sm_90a (wgmma); M % BM == 0, N % BN == 0, K % BK == 0 (BK = 64: one 128-byte
 //             swizzle row); 16-byte aligned operands.
-// Launch:     1-D grid of (M/BM) * (N/BN) blocks in grouped order; THREADS = (BM/64) * 128 (one
-//             warpgroup per 64 rows); dynamic shared memory STAGES x (BM + BN) x BK fp16 + 1 KiB
-//             for alignment + barriers. Sizes are -D defines; tensor maps come from the harness.
+// Launch:     1-D grid of (M/BM) * (N/BN) blocks in grouped order; THREADS = (BM/64) * 128; smem
+//             STAGES x (BM + BN) x BK fp16 + 1 KiB (alignment, barriers); tensor maps from the host.
+//             -D defines: the sizes, and BREAK_EMPTY_WAIT / BREAK_FENCE (exercises, default 0).
 // Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major.
 // ============================================================================================
 #include <cuda_fp16.h>
@@ -199,7 +199,7 @@ gemm_v3_wgmma_tma(const __grid_constant__ TmaDesc tmap_a, const __grid_constant_
     // ---- compute: BK/16 wgmmas over this warpgroup's 64 rows of A and all BN rows of B ------
     const unsigned a_tile = smem_base + s * STAGE_BYTES + warpgroup * 64 * BK * 2;
     const unsigned b_tile = smem_base + s * STAGE_BYTES + A_BYTES;
-    wgmma_fence();  // accumulator registers are about to be read and written asynchronously
+    if (!BREAK_FENCE) wgmma_fence();  // accumulators are about to be read and written asynchronously
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk)
       wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32));
@@ -213,7 +213,7 @@ gemm_v3_wgmma_tma(const __grid_constant__ TmaDesc tmap_a, const __grid_constant_
       if (lane == 0) mbar_arrive(empty_bar + 8 * ps);
       const int next = prev + STAGES;
       if (threadIdx.x == 0 && next < num_k_tiles) {
-        mbar_wait(empty_bar + 8 * ps, (prev / STAGES) & 1);  // every warp is done with it
+        if (!BREAK_EMPTY_WAIT) mbar_wait(empty_bar + 8 * ps, (prev / STAGES) & 1);  // all warps done
         const unsigned a_dst = smem_base + ps * STAGE_BYTES;
         mbar_expect_tx(full_bar + 8 * ps, STAGE_BYTES);
         tma_load_2d(a_dst, &tmap_a, next * BK, block_m, full_bar + 8 * ps);
