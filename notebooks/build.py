@@ -247,6 +247,16 @@ def walkthrough(name: str, index: int):
             "    recs = recs + [rec]\n"
             "elif LIVE:\n"
             "    print('LIVE asked for, but', st.runnable()[1], '- using the committed records')"),
+        new_markdown_cell(
+            "## Where the time went before this stage (measured)\n\n"
+            "Nsight Compute counters of the previous stage (and of this stage, for comparison) at "
+            "4096³, from the newest published profile record (`python -m stages profile` on a GPU "
+            "machine): the bottleneck this stage's idea attacks, measured before it is explained."),
+        new_code_cell(
+            "from stages.tools import profile\n"
+            "for who in [st.previous, NAME]:\n"
+            "    if who:\n"
+            "        display(Markdown(f'**{who}**\\n\\n' + profile.profile_table(who, recs, link_prefix='../')))"),
         new_markdown_cell("## The idea"),
         new_code_cell('show_readme("idea")'),
         new_markdown_cell(

@@ -56,7 +56,10 @@ def test_switch_compiles_without_spills(case):
     rep = inspect_stage(stages.get(name).variant(**cfg), arch="sm_90a")
     assert rep.registers and rep.registers <= 255, rep.render()
     assert rep.spill_stores == 0 and rep.spill_loads == 0 and not rep.local_memory, rep.render()
-    assert not rep.failures, rep.render()
+    # The one break the compiler repairs serializes the wgmmas, and says so (C7520): a failure.
+    expected = ["C7520"] if cfg == {"BREAK_FENCE": 1} else []
+    assert [code for code in ("C7515", "C7511", "C7520") if any(code in f for f in rep.failures)] == expected, \
+        rep.render()
     assert rep.static_smem + rep.dynamic_smem <= gpu.REFERENCE_DEVICE.smem_optin_bytes
     for opcode in stages.get(name).expect_sass:
         assert rep.opcodes.get(opcode, 0) > 0, rep.render()

@@ -192,8 +192,11 @@ def compile_in_fresh_process(source: str, name: str, arch: str, defines: dict | 
 
 
 def ptxas_warnings(log: str) -> list[str]:
-    """ptxas/NVRTC warning lines (e.g. C7515 wgmma serialized, C7511 too few registers)."""
-    return [ln.strip() for ln in log.splitlines() if re.search(r"\bwarning\b", ln, re.I)]
+    """ptxas/NVRTC warning lines (e.g. C7515 wgmma serialized, C7511 too few registers), and the
+    "Potential Performance Loss" notes ptxas prints as info (C7520: wgmma serialized because it
+    inserted fences itself)."""
+    return [ln.strip() for ln in log.splitlines()
+            if re.search(r"\bwarning\b", ln, re.I) or "Potential Performance Loss" in ln]
 
 
 @functools.lru_cache(maxsize=None)

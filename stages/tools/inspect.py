@@ -29,7 +29,7 @@ FAMILIES = {
     "LDL": "local-memory load (spills, run-time-indexed arrays)",
     "STL": "local-memory store",
 }
-PTXAS_FAILURES = ("C7515", "C7511")  # wgmma serialized; too few registers for wgmma
+PTXAS_FAILURES = ("C7515", "C7511", "C7520")  # wgmma serialized; too few registers; serialized by inserted fences
 
 # "/*0120*/  @P0 LDG.E.128 R4, ..." -> LDG.E.128. Lines guarded by @!PT (never true) are padding
 # the compiler leaves around cp.async and are skipped.

@@ -21,7 +21,7 @@ import numpy as np
 import stages
 from stages.core import gpu
 
-from . import diagrams, records, report, timing
+from . import diagrams, profile, records, report, timing
 from .bench import datasheet
 
 STAGE_COLORS = ["#9e9e9e", "#ff9800", "#3f51b5", "#e91e63", "#009688", "#795548", "#673ab7"]
@@ -96,7 +96,9 @@ def _color(i: int, name: str) -> str:
 
 def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring: str = "H200"):
     """Log-log roofline: HBM (and L2) roofs, fp32 and fp16 flat roofs (datasheet dashed,
-    measured solid), the ridge point, every stage and cuBLAS at `shape`."""
+    measured solid), the ridge point, every stage and cuBLAS at `shape`: filled markers placed by
+    the tiling's traffic model, hollow ones (where a profile record exists) by the DRAM bytes
+    Nsight Compute measured, joined by a thin line."""
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 6))
     meas = ceilings(recs, gpu_substring) or {}
@@ -124,6 +126,13 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
                 xytext=(-60, 10), fontsize=8, color="#1565c0")
     best = latest(recs, gpu_substring)
     m, n, k = shape
+    measured_dram, dram_labelled = {}, False
+    _, entries = profile.latest_profile(recs)
+    for pe in entries:
+        if (pe["m"], pe["n"], pe["k"]) == (m, n, k) and "[" not in pe["stage"]:
+            got = [pe["metrics"].get(key, {}).get("value") for key in ("dram__bytes_read.sum", "dram__bytes_write.sum")]
+            if all(isinstance(v, (int, float)) for v in got):
+                measured_dram[pe["stage"]] = sum(got)
     for i, st in enumerate(_stage_list()):
         e = best.get((st.name, m, n, k))
         if not e:
@@ -131,6 +140,13 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
         ai = intensity(st, m, n, k)
         ax.scatter([ai], [e["tflops"]], s=60, color=_color(i, st.name), zorder=5,
                    marker="*" if st.name == "cublas" else "o")
+        dram = measured_dram.get(st.name)
+        if dram:
+            ai_dram = 2.0 * m * n * k / dram
+            ax.plot([ai, ai_dram], [e["tflops"], e["tflops"]], color=_color(i, st.name), lw=0.8, zorder=4)
+            ax.scatter([ai_dram], [e["tflops"]], s=60, facecolors="none", edgecolors=_color(i, st.name),
+                       zorder=5, label="measured DRAM bytes (Nsight Compute)" if not dram_labelled else None)
+            dram_labelled = True
         value = f"{e['tflops']:.2g}" if e["tflops"] < 10 else f"{e['tflops']:.0f}"
         # Labels alternate below-right and above-left of their points, on a white ground, so a
         # label never sits on a roof line unreadably; cuBLAS (a star) labels below.
@@ -142,11 +158,11 @@ def roofline(recs: list[dict], shape=(4096, 4096, 4096), ax=None, gpu_substring:
     ax.set_yscale("log")
     ax.set_xlim(0.1, 1e4)
     ax.set_ylim(0.1, 2000)
-    ax.set_xlabel("arithmetic intensity, FLOP per byte of global traffic the tiling requests")
+    ax.set_xlabel("arithmetic intensity, FLOP per byte: of the traffic the tiling requests (filled), of DRAM traffic measured (hollow)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"Roofline, {gpu_substring}, {m}x{n}x{k} fp16 (fp32 accumulate)")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.24))
     return ax
 
 

@@ -56,7 +56,7 @@ METRICS = {
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared-store bank conflicts",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared-load wavefronts",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared-store wavefronts",
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe (mma.sync) active",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe active (HMMA counter: mma.sync and wgmma)",
     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe (wgmma) active",
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": "FMA pipe active",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import stages
 
-from . import records
+from . import profile, records
 
 TABLE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
 
@@ -198,6 +198,8 @@ def write_all(dry_run: bool = False) -> list[Path]:
         targets.append((stages.get(name).folder / "README.md", "measured", stage_measured(name, recs)))
         targets.append((stages.get(name).folder / "README.md", "diff", diff_summary(name)))
         targets.append((stages.get(name).folder / "README.md", "ablation", ablation_table(name)))
+        targets.append((stages.get(name).folder / "README.md", "profile",
+                        profile.profile_table(name, recs, link_prefix="../../")))
     for path, block, body in targets:
         if not path.exists():
             continue
