@@ -625,3 +625,47 @@ def tuning_bars(name: str, ax, title: str, shipped: dict | None = None):
     ax.legend(fontsize=8, loc="upper right", title="M = N = K")
     ax.grid(True, axis="x", alpha=0.25)
     return ax
+
+
+def ablation_bars(name: str, ax=None, labels: dict | None = None, title: str | None = None):
+    """The newest published ablation of stage `name` (a tuning record holding its variants, run
+    with `tune --variant ...`): one bar per variant and shape, cuBLAS of the same run dashed, the
+    shipped configuration named. `labels` maps a variant's overrides ("SWIZZLE=0", "default") to
+    what it shows."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 5))
+    labels = labels or {}
+    tuning = records.load_all(records.RESULTS / "tuning")
+    rec = next((r for r in reversed(tuning) if any(e.get("stage", "").startswith(name + "[")
+                                                  for e in r["results"])), None)
+    if rec is None:
+        ax.text(0.5, 0.5, f"no ablation of {name} published yet", ha="center", transform=ax.transAxes)
+        return ax
+    ok = [e for e in rec["results"] if e.get("status") == "ok"]
+    shapes = list(dict.fromkeys((e["m"], e["n"], e["k"]) for e in ok))
+    names = [n for n in dict.fromkeys(e["stage"] for e in ok) if n != "cublas"]
+    shown = []
+    for n in names:
+        tag = n[len(name):].strip("[]") if n.startswith(name) else ""
+        base = labels.get(tag or "default", tag or "shipped")
+        shown.append(base if n.startswith(name) else n)
+    height = 0.8 / max(len(shapes), 1)
+    for j, shape in enumerate(shapes):
+        vals = {e["stage"]: e["tflops"] for e in ok if (e["m"], e["n"], e["k"]) == shape}
+        ys = [i + j * height for i in range(len(names))]
+        color = STAGE_COLORS[(j + 2) % len(STAGE_COLORS)]
+        ax.barh(ys, [vals.get(n, 0) for n in names], height=height, color=color, label="×".join(map(str, shape)))
+        for y, n in zip(ys, names):
+            if n in vals:
+                ax.annotate(f"{vals[n]:.3g}", (vals[n], y), va="center", fontsize=8, textcoords="offset points",
+                            xytext=(3, 0))
+        if vals.get("cublas"):
+            ax.axvline(vals["cublas"], color=color, ls="--", lw=1)
+    ax.set_yticks([i + height * (len(shapes) - 1) / 2 for i in range(len(names))], shown, fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(e["tflops"] for e in ok if e["stage"] != "cublas") * 1.25)
+    ax.set_xlabel("TFLOP/s (one run, L2 flushed before each timed launch; dashed: cuBLAS, off the axis when far right)")
+    ax.set_title(title or f"{name}: its idea taken apart, measured in one run")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="M×N×K")
+    ax.grid(True, axis="x", alpha=0.25)
+    return ax
