@@ -8,8 +8,9 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 
 # 128 x 256 block tile: two warpgroups of m64n256k16, 64-deep K tiles (one 128-byte swizzle row),
 # a ring of 4 buffers (4 x 48 KiB), blocks grouped 8 tile-rows at a time.
-# BREAK_EMPTY_WAIT / BREAK_FENCE: exercises, default 0 (README, "Break it").
-CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 8, "BREAK_EMPTY_WAIT": 0, "BREAK_FENCE": 0}
+# BREAK_FULL_WAIT / BREAK_EMPTY_WAIT / BREAK_FENCE: exercises, default 0 (README, "Break it").
+CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 8, "BREAK_FULL_WAIT": 0, "BREAK_EMPTY_WAIT": 0,
+          "BREAK_FENCE": 0}
 
 
 def check_config(c: dict) -> None:
@@ -22,6 +23,8 @@ def check_config(c: dict) -> None:
         (c["BREAK_EMPTY_WAIT"] in (0, 1), "BREAK_EMPTY_WAIT 0 or 1 (an exercise: 1 refills a buffer "
                                           "without waiting for its empty barrier)"),
         (c["BREAK_FENCE"] in (0, 1), "BREAK_FENCE 0 or 1 (an exercise: 1 drops wgmma.fence)"),
+        (c["BREAK_FULL_WAIT"] in (0, 1), "BREAK_FULL_WAIT 0 or 1 (an exercise: 1 reads the first tile "
+                                         "without waiting for its full barrier)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

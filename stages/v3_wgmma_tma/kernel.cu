@@ -21,7 +21,8 @@
 //             swizzle row); 16-byte aligned operands.
 // Launch:     1-D grid of (M/BM) * (N/BN) blocks in grouped order; THREADS = (BM/64) * 128; smem
 //             STAGES x (BM + BN) x BK fp16 + 1 KiB (alignment, barriers); tensor maps from the host.
-//             -D defines: the sizes, and BREAK_EMPTY_WAIT / BREAK_FENCE (exercises, default 0).
+//             -D defines: the sizes, and BREAK_FULL_WAIT / BREAK_EMPTY_WAIT / BREAK_FENCE
+//             (exercises, default 0).
 // Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major.
 // ============================================================================================
 #include <cuda_fp16.h>
@@ -194,7 +195,9 @@ gemm_v3_wgmma_tma(const __grid_constant__ TmaDesc tmap_a, const __grid_constant_
 
   for (int kt = 0; kt < num_k_tiles; ++kt) {
     const int s = kt % STAGES;
-    mbar_wait(full_bar + 8 * s, (kt / STAGES) & 1);  // tile kt has landed
+    // Tile kt has landed. (BREAK_FULL_WAIT=1, an exercise, reads the first tile without waiting;
+    // with a single K tile it still waits, so no copy is in flight when the block exits.)
+    if (!BREAK_FULL_WAIT || kt > 0 || num_k_tiles == 1) mbar_wait(full_bar + 8 * s, (kt / STAGES) & 1);
 
     // ---- compute: BK/16 wgmmas over this warpgroup's 64 rows of A and all BN rows of B ------
     const unsigned a_tile = smem_base + s * STAGE_BYTES + warpgroup * 64 * BK * 2;
