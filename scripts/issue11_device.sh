@@ -87,8 +87,10 @@ expect_pass profile 170 $PY -m stages profile v0_naive v1_tiled 'v1_tiled[PAD=0]
 # (c) break it: each must fail verify (side by side; a hang is cut by its timeout)
 par break-v1-SYNC       45 $PY -m stages verify v1_tiled --quick --set BREAK_SYNC=1
 par break-v2-WAIT       45 $PY -m stages verify v2_cp_async --quick --set BREAK_WAIT=1
+par break-v2-WAIT-S2    45 $PY -m stages verify v2_cp_async --quick --repeat 3 --set BREAK_WAIT=1 --set STAGES=2
+par break-v3-FULL_WAIT  45 $PY -m stages verify v3_wgmma_tma --quick --set BREAK_FULL_WAIT=1
 par break-v3-EMPTY_WAIT 45 $PY -m stages verify v3_wgmma_tma --quick --repeat 5 --set BREAK_EMPTY_WAIT=1
-collect fail break-v1-SYNC break-v2-WAIT break-v3-EMPTY_WAIT
+collect fail break-v1-SYNC break-v2-WAIT break-v2-WAIT-S2 break-v3-FULL_WAIT break-v3-EMPTY_WAIT
 
 # (e) what this run published and the log in one file; ncu's reports in another (they can be big)
 { echo; echo "===== summary ($(( $(date +%s) - T0 ))s)"; printf '%s\n' "${summary[@]}"; } | tee -a "$LOG"
