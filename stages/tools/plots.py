@@ -582,62 +582,17 @@ def why(name: str, recs: list[dict], gpu_substring: str = "H200", ax=None):
     return mod.plot(recs, ax=ax, gpu_substring=gpu_substring)
 
 
-def tuning_rows(name: str) -> list[tuple]:
-    """(variant, shape, TFLOP/s, x cuBLAS) of every tuning variant of `name` in results/tuning/."""
-    rows = []
-    for rec in records.load_all(records.RESULTS / "tuning"):
-        for e in rec.get("results", []):
-            if e.get("status") == "ok" and e["stage"].startswith(name + "["):
-                shape = f"{e['m']}³" if e["m"] == e["n"] == e["k"] else f"{e['m']}x{e['n']}x{e['k']}"
-                rows.append((e["stage"][len(name):], shape, e["tflops"], e.get("ratio_cublas")))
-    return rows
-
-
-def tuning_bars(name: str, ax, title: str, shipped: dict | None = None):
-    """Horizontal bars of every tuning variant of `name` (one colour per shape), the shipped
-    configuration marked."""
-    rows = tuning_rows(name)
-    shapes = sorted({r[1] for r in rows}, key=lambda s: int(s.rstrip("³").split("x")[0]))
-    variants = list(dict.fromkeys(r[0] for r in rows))
-    height = 0.8 / max(len(shapes), 1)
-    for j, shape in enumerate(shapes):
-        vals = {r[0]: r[2] for r in rows if r[1] == shape}
-        ys = [i + j * height for i in range(len(variants))]
-        ax.barh(ys, [vals.get(v, 0) for v in variants], height=height, label=shape,
-                color=STAGE_COLORS[(j + 2) % len(STAGE_COLORS)])
-        for y, v in zip(ys, variants):
-            if v in vals:
-                ax.annotate(f"{vals[v]:.0f}", (vals[v], y), va="center", fontsize=8,
-                            textcoords="offset points", xytext=(3, 0))
-    labels = []
-    for v in variants:
-        cfg = dict(kv.split("=") for kv in v.strip("[]").split(",") if "=" in kv)
-        mark = shipped is not None and all(str(shipped.get(key)) == val for key, val in cfg.items())
-        labels.append(v.strip("[]").replace(",", ", ") + ("  (shipped)" if mark else ""))
-    ax.set_yticks([i + height * (len(shapes) - 1) / 2 for i in range(len(variants))], labels, fontsize=9)
-    for tick, label in zip(ax.get_yticklabels(), labels):
-        if label.endswith("(shipped)"):
-            tick.set_fontweight("bold")
-    ax.invert_yaxis()
-    ax.set_xlim(0, max((r[2] for r in rows), default=1) * 1.25)
-    ax.set_xlabel("TFLOP/s (H200, L2 flushed before each run)")
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper right", title="M = N = K")
-    ax.grid(True, axis="x", alpha=0.25)
-    return ax
-
-
-def ablation_bars(name: str, ax=None, labels: dict | None = None, title: str | None = None):
+def ablation_bars(name: str, ax=None, labels: dict | None = None, title: str | None = None,
+                  zoom: bool = False):
     """The newest published ablation of stage `name` (a tuning record holding its variants, run
     with `tune --variant ...`): one bar per variant and shape, cuBLAS of the same run dashed, the
     shipped configuration named. `labels` maps a variant's overrides ("SWIZZLE=0", "default") to
-    what it shows."""
+    what it shows. `zoom`: the x axis starts at 90% of the slowest bar (for variants a few percent
+    apart) instead of 0."""
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 5))
     labels = labels or {}
-    tuning = records.load_all(records.RESULTS / "tuning")
-    rec = next((r for r in reversed(tuning) if any(e.get("stage", "").startswith(name + "[")
-                                                  for e in r["results"])), None)
+    rec = records.latest_ablation(name)
     if rec is None:
         ax.text(0.5, 0.5, f"no ablation of {name} published yet", ha="center", transform=ax.transAxes)
         return ax
@@ -663,7 +618,10 @@ def ablation_bars(name: str, ax=None, labels: dict | None = None, title: str | N
             ax.axvline(vals["cublas"], color=color, ls="--", lw=1)
     ax.set_yticks([i + height * (len(shapes) - 1) / 2 for i in range(len(names))], shown, fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlim(0, max(e["tflops"] for e in ok if e["stage"] != "cublas") * 1.25)
+    if zoom:
+        ax.set_xlim(min(e["tflops"] for e in ok) * 0.9, max(e["tflops"] for e in ok) * 1.04)
+    else:
+        ax.set_xlim(0, max(e["tflops"] for e in ok if e["stage"] != "cublas") * 1.25)
     ax.set_xlabel("TFLOP/s (one run, L2 flushed before each timed launch; dashed: cuBLAS, off the axis when far right)")
     ax.set_title(title or f"{name}: its idea taken apart, measured in one run")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="M×N×K")

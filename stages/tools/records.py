@@ -216,6 +216,14 @@ def load_all(folder: Path = RESULTS) -> list[dict]:
     return sorted(recs, key=lambda r: r["env"]["date"])
 
 
+def latest_ablation(name: str, recs: list[dict] | None = None) -> dict | None:
+    """The newest published tuning record that timed stage `name` or a variant of it (an
+    ablation run with `tune --variant ...`), or None."""
+    recs = load_all(RESULTS / "tuning") if recs is None else recs
+    return next((r for r in reversed(recs) if any(e.get("stage", "").startswith(name + "[") or e.get("stage") == name
+                                                  for e in r.get("results", []))), None)
+
+
 def latest_results(records: list[dict], gpu_substring: str = "H200") -> dict:
     """(stage, m, n, k) -> (entry, record) from the newest record on a matching GPU."""
     best = {}

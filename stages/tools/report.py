@@ -128,9 +128,7 @@ def ablation_table(name: str, recs: list[dict] | None = None) -> str:
     """The newest published tuning record holding variants of `name`, as a table: every entry of
     that run (the variants, the stages timed beside them, cuBLAS) with TFLOP/s and × cuBLAS per
     shape. Labels come from the stage's why.py (`LADDER`: overrides -> rung name) when it has one."""
-    recs = records.load_all(records.RESULTS / "tuning") if recs is None else recs
-    rec = next((r for r in reversed(recs) if any(e.get("stage", "").startswith(name + "[") or e.get("stage") == name
-                                                  for e in r.get("results", []))), None)
+    rec = records.latest_ablation(name, recs)
     if rec is None:
         return "No ablation run published yet."
     ladder = {}
