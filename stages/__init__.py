@@ -23,15 +23,15 @@ import importlib
 import re
 from pathlib import Path
 
-from .baselines import CpuStage, CublasStage
+from .baselines import CpuStage, CublasCupyEpilogue, CublasStage, TorchAddmmGelu, TorchLinear
 from .core import contract
 from .core.contract import Constraints
 from .core.errors import CompileError, UnsupportedDevice
 from .core.gpu import Requirement
 from .core.stage import KernelStage, Launch
 
-__all__ = ["names", "get", "baselines", "all_names", "UnsupportedDevice", "CompileError",
-           "KernelStage", "CublasStage", "Launch", "Constraints", "Requirement"]
+__all__ = ["names", "get", "baselines", "epilogue_baselines", "all_names", "UnsupportedDevice",
+           "CompileError", "KernelStage", "CublasStage", "Launch", "Constraints", "Requirement"]
 
 STAGE_DIR = re.compile(r"^v(\d+)_[a-z0-9_]+$")
 HERE = Path(__file__).parent
@@ -62,6 +62,12 @@ def _baselines() -> dict:
     return {"cublas": CublasStage(), "cpu_numba": CpuStage()}
 
 
+@functools.lru_cache(maxsize=1)
+def _epilogue_baselines() -> dict:
+    return {"torch_linear": TorchLinear(), "torch_addmm_gelu": TorchAddmmGelu(),
+            "cublas_cupy_epilogue": CublasCupyEpilogue()}
+
+
 def names() -> list[str]:
     """The GPU stages, in order (v0_naive, v1_tiled, ...)."""
     return list(_discover())
@@ -72,13 +78,21 @@ def baselines() -> list[str]:
     return list(_baselines())
 
 
+def epilogue_baselines() -> list[str]:
+    """The baselines for fused epilogues (torch's F.linear + activation, torch's cuBLASLt
+    bias+GELU, cuBLAS + a CuPy elementwise kernel), timed by `bench --epilogue`. Not in
+    `all_names()`: torch_addmm_gelu computes no plain GEMM, and the default runs (verify, bench
+    without --epilogue) stay what they were; `get()` finds them by name."""
+    return list(_epilogue_baselines())
+
+
 def all_names() -> list[str]:
     return names() + baselines()
 
 
 def get(name: str):
     """A stage or baseline by name; ValueError lists the valid names."""
-    reg = {**_discover(), **_baselines()}
+    reg = {**_discover(), **_baselines(), **_epilogue_baselines()}
     if name not in reg:
         raise ValueError(f"unknown stage {name!r}; choose from: {', '.join(reg)}")
     return reg[name]
