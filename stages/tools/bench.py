@@ -6,18 +6,28 @@ flushed before each (timing.py). The timed output is then judged by the one judg
 guard zones included. cuBLAS is timed first in the same run, so every ratio has its yardstick.
 The CPU baseline is timed against numpy by cpu_bench.py; the call path's host overhead by
 `run_overhead`.
+
+Fused epilogues (`epilogues=["bias+gelu_tanh", ...]`, the CLI's --epilogue): y = act(alpha *
+(a @ b.T) + bias) per spec (`parse_epilogue`), with one fresh float16 N(0, 1) bias per shape. Every
+stage and baseline whose epilogue covers the spec is timed and judged against the fused float64
+reference; the others are recorded as skipped with the reason. Plain cuBLAS is still timed first:
+a fused entry's ratio_cublas is its TFLOP/s (2*M*N*K flops, the epilogue not counted) over plain
+cuBLAS's. The fused-epilogue baselines (torch's F.linear + activation, torch's cuBLASLt
+bias+GELU, cuBLAS + a CuPy kernel) join the run on their own when they can run here.
 """
 from __future__ import annotations
 
 import secrets
 import sys
 
+import numpy as np
 from tqdm.auto import tqdm
 
 import stages
-from stages.core import gpu
+from stages.core import contract, gpu
 
 from . import cpu_bench, records, verify
+from .records import EPILOGUE_ALPHA, PLAIN_SPEC, PLAIN_WORD, EpilogueSpec, parse_epilogue  # noqa: F401
 from .timing import L2Flusher, host_per_call, tflops, time_gpu
 
 # Dense fp16/bf16 tensor-core peak with fp32 accumulation, datasheet TFLOP/s (SXM parts).
@@ -41,6 +51,52 @@ def datasheet(gpu_name: str) -> dict:
     """The three datasheet roofs of a GPU (None where unknown), as the ceilings record stores them."""
     return {"hbm_tbps": peak_for(gpu_name, HBM_TBPS), "fp32_tflops": peak_for(gpu_name, FP32_PEAK_TFLOPS),
             "fp16_tensor_tflops": peak_for(gpu_name)}
+
+
+# ---- fused epilogues (the spec grammar is records.py's: a record stores the spec) -------------
+def fusion_gap(st, spec: EpilogueSpec) -> str:
+    """Why `st` does not compute `spec` in one call ("" when it does): a feature missing from its
+    `epilogue` set, or a finer rule of a baseline (`epilogue_gap`, e.g. exactly bias+gelu_tanh)."""
+    supported = getattr(st, "epilogue", frozenset())
+    missing = [f for f in spec.features if f not in supported]
+    if missing:
+        return (f"does not fuse {' or '.join(missing)} into its epilogue"
+                f" (fuses: {', '.join(f for f in contract.EPILOGUE_FEATURES if f in supported) or 'nothing'})")
+    gap = getattr(st, "epilogue_gap", None)
+    return gap(spec.bias, spec.alpha, spec.activation) if gap else ""
+
+
+def rounds_before_epilogue(st, spec: EpilogueSpec) -> bool:
+    """Does `st` apply part of `spec` in a second kernel, to the GEMM's fp16-rounded result?"""
+    fn = getattr(st, "rounds_before_epilogue", None)
+    return bool(fn and not spec.plain and fn(spec.bias, spec.alpha, spec.activation))
+
+
+INTERMEDIATE_NOTE = "bound + one fp16 rounding of the GEMM result (unfused: a second kernel reads it)"
+
+
+def fused_reference(a, b, xp, epi: contract.Epilogue = contract.PLAIN, intermediate_fp16: bool = False):
+    """verify.reference (float64 act(alpha * a @ b.T + bias) and the bound's magnitude term), and,
+    for an unfused pipeline that stores the GEMM's result in fp16 before a second kernel applies
+    the rest (`intermediate_fp16`), room in the bound for that one rounding: 2^-11 of
+    |alpha * a @ b.T| + |bias| (a bound on the stored value), times the activation's steepest
+    slope. Only that rounding: a wrong or missing bias or alpha, another activation, a GEMM
+    error still fail. (GELU's erf and tanh forms differ by less than that rounding: the judge of
+    an unfused pipeline cannot tell them apart; the strict one can, at small K.)"""
+    ref, mag = verify.reference(a, b, xp, epi)
+    if intermediate_fp16 and epi is not contract.PLAIN:
+        z = xp.abs(a.astype(xp.float64) @ b.astype(xp.float64).T) * abs(epi.alpha)
+        if epi.bias is not None:
+            z = z + xp.abs(xp.asarray(epi.bias).astype(xp.float64))[None, :]
+        slope = verify.ACT_SLOPE if epi.activation else 1.0
+        mag = mag + z * (slope * 2.0**-11 / verify.ACC_EPS)  # the bound's ACC_EPS * mag term
+    return ref, mag
+
+
+def random_bias(n: int, seed: int, xp):
+    """A fresh float16 N(0, 1) bias of length n (one per shape in a fused run)."""
+    rng = np.random.default_rng(seed) if xp is np else xp.random.default_rng(seed)
+    return rng.standard_normal(n, dtype=xp.float32).astype(xp.float16)
 
 
 class Progress:
@@ -80,72 +136,109 @@ class _OneStep:
         self._bar.update(1)
 
 
-def _gpu_entry(st, m, n, k, a, b, flush, reps, warmup) -> dict:
-    """Time one stage on one shape (into a guarded, poisoned output), then judge that output."""
+def _gpu_entry(st, m, n, k, a, b, flush, reps, warmup, spec: EpilogueSpec = PLAIN_SPEC, bias=None) -> dict:
+    """Time one stage on one shape and epilogue (into a guarded, poisoned output), then judge
+    that output against the (fused) float64 reference."""
     cp = gpu.cupy()
     buf, out = verify.guarded_output(m, n, cp)
-    run = st.prepare(a, b, out)
+    run = st.prepare(a, b, out, **spec.kwargs(bias))
     t = time_gpu(run, reps=reps, warmup=warmup, flush=flush)
-    chk = verify.Check(st.name, m, n, k, seed=-1)
-    ref, mag = verify.reference(a, b, cp)
+    chk = verify.Check(st.name, m, n, k, seed=-1, epilogue=spec.text)
+    unfused = rounds_before_epilogue(st, spec)
+    ref, mag = fused_reference(a, b, cp, spec.epilogue(bias), intermediate_fp16=unfused)
     verify.judge_output(chk, out, ref, mag, cp, buf)
     del ref, mag, buf, out
-    return {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16",
-            "ms_median": t.median, "ms_p20": t.p20, "ms_p80": t.p80, "reps": reps,
-            "tflops": tflops(m, n, k, t.median), "rel_err": chk.rel_fro,
-            "bound_ratio": chk.worst_bound_ratio, "verified": chk.passed,
-            "status": "ok" if chk.passed else "failed", "reason": chk.reason}
+    entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text,
+             "ms_median": t.median, "ms_p20": t.p20, "ms_p80": t.p80, "reps": reps,
+             "tflops": tflops(m, n, k, t.median), "rel_err": chk.rel_fro,
+             "bound_ratio": chk.worst_bound_ratio, "verified": chk.passed,
+             "status": "ok" if chk.passed else "failed", "reason": chk.reason}
+    if unfused:
+        entry["judged"] = INTERMEDIATE_NOTE
+    return entry
+
+
+def _entry(st, m, n, k, a, b, flush, reps, warmup, spec: EpilogueSpec, bias) -> dict:
+    """One stage, shape and epilogue: skipped with the reason, or timed and judged."""
+    entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text}
+    runnable, reason = st.runnable()
+    gap = fusion_gap(st, spec)
+    if not runnable:
+        entry.update(status="skipped", reason=reason)
+    elif not st.constraints.supports(m, n, k):
+        entry.update(status="skipped", reason=f"shape not supported ({st.constraints.describe()})")
+    elif gap:
+        entry.update(status="skipped", reason=f"{st.name} {gap}")
+    else:
+        try:
+            entry = _gpu_entry(st, m, n, k, a, b, flush, reps, warmup, spec, bias)
+        except Exception as exc:  # noqa: BLE001  a failed launch is a result, recorded
+            entry.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:500])
+    return entry
 
 
 def run_bench(stage_names, shapes=None, cpu_shapes=None, reps: int = 30, warmup: int = 5,
-              progress: bool = True, kind: str = "bench") -> dict:
+              progress: bool = True, kind: str = "bench", epilogues=None, fused_baselines: bool = True) -> dict:
     """Time stages (names, or stage objects such as tuning variants) and return the record.
 
     GPU stages and 'cublas' are timed on `shapes`, cuBLAS first (every ratio needs it);
     'cpu_numba' is timed against numpy on `cpu_shapes`.
+    `epilogues`: epilogue specs ("bias+gelu_tanh", EpilogueSpec, "plain"); without them the plain
+    GEMM. With a fused spec, only cuBLAS is timed plain (the yardstick) unless "plain" is among
+    them, and the fused-epilogue baselines that can run here join (`fused_baselines`).
     """
-    record = records.new_record(kind, settings={"reps": reps, "warmup": warmup})
+    specs = list(dict.fromkeys(parse_epilogue(s) if isinstance(s, str) else s for s in (epilogues or ())))
+    fused = [s for s in specs if not s.plain]
+    plain_wanted = not fused or PLAIN_SPEC in specs
+    settings = {"reps": reps, "warmup": warmup}
+    if specs:
+        settings["epilogues"] = [s.text for s in specs]
+        settings["epilogue_bias"] = "float16, N(0, 1), drawn once per shape"
+        settings["epilogue_alpha"] = EPILOGUE_ALPHA
+    record = records.new_record(kind, settings=settings)
     objs = [stages.get(s) if isinstance(s, str) else s for s in stage_names]
     gpu_objs = [st for st in objs if st.kind != "cpu" and st.name != "cublas"]
     gpu_objs = [stages.get("cublas"), *gpu_objs] if gpu_objs or any(st.name == "cublas" for st in objs) else []
+    named = list(gpu_objs)
+    if fused and fused_baselines and named:  # a fused epilogue's yardsticks, when they run here
+        have = {st.name for st in named}
+        gpu_objs += [st for st in map(stages.get, stages.epilogue_baselines())
+                     if st.name not in have and st.runnable()[0]]
+    # (spec, stage) in the order they are timed: cuBLAS plain first, then the plain GEMMs asked
+    # for, then each fused spec over every stage (a stage that does not fuse it: skipped).
+    plan = [(PLAIN_SPEC, st) for st in (named if plain_wanted else named[:1])]
+    plan += [(spec, st) for spec in fused for st in gpu_objs]
     shapes = list(shapes or GPU_DEFAULT_SHAPES)
     cpu_wanted = any(st.kind == "cpu" for st in objs)
     cpu_shapes = list(cpu_shapes or CPU_DEFAULT_SHAPES)
     ok, why = gpu.available()
-    if gpu_objs and not ok:
-        record["results"] = [{"stage": st.name, "status": "skipped", "reason": why} for st in gpu_objs]
-        gpu_objs = []
-    bar = Progress(len(gpu_objs) * len(shapes) + len(cpu_shapes) * cpu_wanted, progress)
-    if gpu_objs:
+    if plan and not ok:
+        record["results"] = [{"stage": st.name, "epilogue": spec.text, "status": "skipped", "reason": why}
+                             for spec, st in plan]
+        plan = []
+    bar = Progress(len(plan) * len(shapes) + len(cpu_shapes) * cpu_wanted, progress)
+    if plan:
         cp = gpu.cupy()
         dev = gpu.current()
         peak = peak_for(dev.name)
         flush = L2Flusher(dev.l2_bytes)
         record["settings"].update(peak_tflops_fp16_dense=peak, l2_flush_bytes=flush.nbytes)
         for (m, n, k) in shapes:
-            a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
+            seed = secrets.randbits(63)
+            a, b = verify.random_operands(m, n, k, seed, cp)
+            bias = random_bias(n, seed + 1, cp) if any(s.bias for s in fused) else None
             cublas_tf = None
-            for st in gpu_objs:
-                bar.set_description_str(f"{st.name} {m}x{n}x{k}")
-                entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16"}
-                runnable, reason = st.runnable()
-                if not runnable:
-                    entry.update(status="skipped", reason=reason)
-                elif not st.constraints.supports(m, n, k):
-                    entry.update(status="skipped", reason=f"shape not supported ({st.constraints.describe()})")
-                else:
-                    try:
-                        entry = _gpu_entry(st, m, n, k, a, b, flush, reps, warmup)
-                    except Exception as exc:  # noqa: BLE001  a failed launch is a result, recorded
-                        entry.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:500])
-                    if st.name == "cublas" and entry["status"] == "ok":
-                        cublas_tf = entry["tflops"]
-                    if "tflops" in entry:
-                        entry["pct_peak"] = 100 * entry["tflops"] / peak if peak else None
-                        entry["ratio_cublas"] = entry["tflops"] / cublas_tf if cublas_tf else None
+            for spec, st in plan:
+                bar.set_description_str(f"{st.name} {m}x{n}x{k}" + (f" {spec.text}" if spec.text else ""))
+                entry = _entry(st, m, n, k, a, b, flush, reps, warmup, spec, bias)
+                if st.name == "cublas" and spec.plain and entry["status"] == "ok":
+                    cublas_tf = entry["tflops"]
+                if "tflops" in entry:
+                    entry["pct_peak"] = 100 * entry["tflops"] / peak if peak else None
+                    entry["ratio_cublas"] = entry["tflops"] / cublas_tf if cublas_tf else None
                 record["results"].append(entry)
                 bar.update()
-            del a, b
+            del a, b, bias
             cp.get_default_memory_pool().free_all_blocks()
         smi = gpu.driver_string()  # the SM clock right after the timed runs, under load
         record["env"]["gpu"]["sm_clock_after_runs_mhz"] = smi.split(",")[1].strip() if smi else None

@@ -24,7 +24,7 @@ import textwrap
 import time
 
 import stages
-from stages.core import gpu
+from stages.core import contract, gpu
 from stages.core.errors import CompileError, UnsupportedDevice
 
 from . import bench, ceilings, newstage, profile, records, report, verify
@@ -180,18 +180,29 @@ def cmd_verify(args) -> int:
 
 
 # ---- bench -----------------------------------------------------------------------------------
-def _bench_rows(record: dict) -> list[list]:
+def _bench_rows(record: dict, epilogue: bool = False) -> list[list]:
+    """One row per entry; `epilogue`: a column after the shape with the entry's epilogue
+    ("plain" for the plain GEMM)."""
     rows = []
     for e in record["results"]:
         shape = f"{e['m']}x{e['n']}x{e['k']}" if "m" in e else ""
+        lead = [e["stage"], shape] + ([e.get("epilogue") or "plain"] if epilogue else [])
         if e["status"] != "ok":
-            rows.append([e["stage"], shape, "", "", "", "", "", f"{e['status']}: {e.get('reason', '')}"[:120]])
+            rows.append(lead + ["", "", "", "", "", f"{e['status']}: {e.get('reason', '')}"[:120]])
             continue
-        rows.append([e["stage"], shape, f"{e['ms_median']:.3f}", f"{e['ms_p20']:.3f}-{e['ms_p80']:.3f}",
-                     f"{e['tflops']:.1f}", "–" if e.get("pct_peak") is None else f"{e['pct_peak']:.1f}%",
-                     "–" if e.get("ratio_cublas") is None else f"{e['ratio_cublas']:.3f}",
-                     f"rel err {e['rel_err']:.1e}"])
+        rows.append(lead + [f"{e['ms_median']:.3f}", f"{e['ms_p20']:.3f}-{e['ms_p80']:.3f}",
+                            f"{e['tflops']:.1f}", "–" if e.get("pct_peak") is None else f"{e['pct_peak']:.1f}%",
+                            "–" if e.get("ratio_cublas") is None else f"{e['ratio_cublas']:.3f}",
+                            f"rel err {e['rel_err']:.1e}" + (" (unfused bound)" if e.get("judged") else "")])
     return rows
+
+
+def _epilogue_arg(text: str) -> str:
+    """--epilogue SPEC: checked by bench.parse_epilogue, kept in its canonical spelling."""
+    try:
+        return bench.parse_epilogue(text).text or bench.PLAIN_WORD
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _print_gpu_header(record: dict, reps: int) -> None:
@@ -206,6 +217,8 @@ def _print_gpu_header(record: dict, reps: int) -> None:
 def cmd_bench(args) -> int:
     names = _select(args.stages, stages.all_names())
     no_gpu = _gpu_skip_line(names)
+    if args.overhead and args.epilogue:
+        raise ValueError("--overhead times plain gemm() calls; leave out --epilogue (or --overhead)")
     if args.overhead:
         if no_gpu:
             print("nothing was measured: no record written")
@@ -220,11 +233,17 @@ def cmd_bench(args) -> int:
         _write(record, args)
         return 1 if any(e["status"] == "failed" for e in record["results"]) else 0
     record = bench.run_bench(names, shapes=args.shape, cpu_shapes=args.cpu_shape or args.shape,
-                             reps=args.reps, warmup=args.warmup)
+                             reps=args.reps, warmup=args.warmup, epilogues=args.epilogue)
     _print_gpu_header(record, args.reps)
     if record["env"].get("gpu") and record["results"]:
-        print(_table(_bench_rows(record), ["stage", "MxNxK", "ms", "p20-p80", "TFLOP/s", "% peak",
-                                           "x cuBLAS", "check"]))
+        fused = any(e.get("epilogue") for e in record["results"])
+        print(_table(_bench_rows(record, epilogue=fused),
+                     ["stage", "MxNxK"] + (["epilogue"] if fused else [])
+                     + ["ms", "p20-p80", "TFLOP/s", "% peak", "x cuBLAS", "check"]))
+        if fused:
+            print(f"epilogue: y = act(alpha * (a @ b.T) + bias), bias float16 N(0, 1) per shape, alpha = "
+                  f"{bench.EPILOGUE_ALPHA:g} where named; TFLOP/s count 2*M*N*K only; x cuBLAS is over "
+                  "plain cuBLAS at the same shape")
     if record["cpu"]:
         h = record["env"]["host"]
         print(f"\nCPU: {h['cpu']} ({h['cores']} cores), float32 a @ b.T, "
@@ -426,6 +445,12 @@ def parser() -> argparse.ArgumentParser:
                    help=f"instead: host time per gemm() call, back to back at {'x'.join(map(str, bench.OVERHEAD_SHAPE))}, "
                         "against cupy.matmul")
     b.add_argument("--calls", type=int, default=1000, help="calls per round with --overhead")
+    b.add_argument("--epilogue", type=_epilogue_arg, action="append", metavar="SPEC",
+                   help="time the fused epilogue y = act(alpha*(a@b.T) + bias) instead of the plain GEMM "
+                        f"(repeatable): words joined by '+' from bias, alpha (= {bench.EPILOGUE_ALPHA:g}) and one "
+                        f"of {', '.join(contract.ACTIVATIONS)}, e.g. bias+gelu_tanh; '{bench.PLAIN_WORD}' adds the "
+                        "plain GEMM. Stages that do not fuse it are listed as skipped; torch and CuPy baselines "
+                        "join; plain cuBLAS is still the x cuBLAS yardstick (default: none, the plain GEMM)")
     b.add_argument("--publish", action="store_true", help="write the record to results/ (feeds the README tables)")
     b.add_argument("--out", help="write the record to this path instead")
     t = sub.add_parser("tune", help="verify and time variants of a stage's tunables beside cuBLAS",

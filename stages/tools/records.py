@@ -17,9 +17,10 @@ import re
 import subprocess
 import sys
 from importlib import metadata
+from dataclasses import dataclass
 from pathlib import Path
 
-from stages.core import compiler, gpu
+from stages.core import compiler, contract, gpu
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "results"          # published records (committed)
@@ -35,9 +36,105 @@ _OK_FIELDS = {
                        "reps", "gflops", "rel_err", "ratio_numpy"),
     ("overhead", "results"): ("stage", "m", "n", "k", "calls", "us_per_call", "ratio_cupy_matmul"),
     ("profile", "results"): ("stage", "m", "n", "k", "kernel", "metrics", "stalls", "top_stalls", "dropped"),
+    ("stress", "results"): ("stage", "shapes_tried", "failures", "failure_examples", "memcheck_errors",
+                            "racecheck_hazards", "synccheck_errors", "repeat_bitwise_ok", "concurrency_ok",
+                            "hostile_calls", "hostile_ok", "values_differences", "leak_bounds",
+                            "fault_detected", "seconds"),
 }
 _OK_FIELDS[("tune", "results")] = _OK_FIELDS[("bench", "results")]
 _OK_FIELDS[("tune", "cpu")] = _OK_FIELDS[("bench", "cpu")]
+
+
+# ---- the "epilogue" field ------------------------------------------------------------------------
+# A fused-epilogue entry (bench --epilogue) says which epilogue it computed in "epilogue": "" for
+# the plain GEMM, else the spec in its canonical spelling ("bias+gelu_tanh"), whose grammar is
+# here (bench runs what it parses). A run that timed epilogues lists them in
+# settings["epilogues"], and then every GPU entry carries the field; records from before fused
+# epilogues have neither, and a missing field means the plain GEMM.
+EPILOGUE_ALPHA = 0.5  # the alpha of an epilogue spec naming "alpha"
+PLAIN_WORD = "plain"  # an epilogue spec for the plain GEMM (alone)
+
+
+@dataclass(frozen=True)
+class EpilogueSpec:
+    """One epilogue to time: bias (drawn per shape), alpha, one activation. Its `text` is the
+    canonical spec, "" for the plain GEMM (what a record's "epilogue" field holds)."""
+
+    bias: bool = False
+    alpha: float = 1.0
+    activation: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "+".join((["bias"] if self.bias else []) + (["alpha"] if self.alpha != 1.0 else [])
+                        + ([self.activation] if self.activation else []))
+
+    @property
+    def plain(self) -> bool:
+        return not self.text
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The contract's EPILOGUE_FEATURES this spec uses (what a stage's `epilogue` must hold)."""
+        used = {"bias": self.bias, "alpha": self.alpha != 1.0, "activation": self.activation is not None}
+        return tuple(f for f in contract.EPILOGUE_FEATURES if used[f])
+
+    def kwargs(self, bias) -> dict:
+        """The keyword arguments of `prepare`/`gemm` for this spec, with `bias` the shape's bias."""
+        if self.plain:
+            return {}
+        return {"bias": bias if self.bias else None, "alpha": self.alpha, "activation": self.activation}
+
+    def epilogue(self, bias) -> contract.Epilogue:
+        """The contract's Epilogue (what verify.reference applies) with `bias` the shape's bias."""
+        return contract.PLAIN if self.plain else contract.Epilogue(bias if self.bias else None, self.alpha,
+                                                                   self.activation)
+
+
+PLAIN_SPEC = EpilogueSpec()
+
+
+def parse_epilogue(spec: str) -> EpilogueSpec:
+    """"bias+gelu_tanh" -> EpilogueSpec: words joined by '+', in any order, each at most once:
+    `bias`, `alpha` (alpha = EPILOGUE_ALPHA) and at most one activation (contract.ACTIVATIONS);
+    "plain" alone is the plain GEMM. ValueError names what is wrong and the valid words."""
+    words = [w.strip() for w in str(spec).split("+")]
+    valid = (f"join with '+' any of: bias, alpha (= {EPILOGUE_ALPHA:g}), and one activation of "
+             f"{', '.join(contract.ACTIVATIONS)}; or '{PLAIN_WORD}' alone for the plain GEMM")
+    if words == [PLAIN_WORD]:
+        return PLAIN_SPEC
+    if any(not w for w in words):
+        raise ValueError(f"epilogue spec {spec!r} has an empty word; {valid}")
+    unknown = [w for w in words if w not in ("bias", "alpha", *contract.ACTIVATIONS)]
+    if unknown:
+        hint = f" ('{PLAIN_WORD}' stands alone)" if PLAIN_WORD in unknown else ""
+        raise ValueError(f"unknown word{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))} in epilogue "
+                         f"spec {spec!r}{hint}; {valid}")
+    repeated = sorted({w for w in words if words.count(w) > 1})
+    if repeated:
+        raise ValueError(f"epilogue spec {spec!r} repeats {', '.join(map(repr, repeated))}; {valid}")
+    acts = [w for w in words if w in contract.ACTIVATIONS]
+    if len(acts) > 1:
+        raise ValueError(f"epilogue spec {spec!r} names {len(acts)} activations ({', '.join(acts)}); "
+                         f"an epilogue applies one")
+    return EpilogueSpec(bias="bias" in words, alpha=EPILOGUE_ALPHA if "alpha" in words else 1.0,
+                        activation=acts[0] if acts else None)
+
+
+def _epilogue_problems(where: str, e: dict, required: bool) -> list[str]:
+    if "epilogue" not in e:
+        return [f"{where}: lacks 'epilogue' (the run timed epilogues)"] if required else []
+    spec = e["epilogue"]
+    if not isinstance(spec, str):
+        return [f"{where}: epilogue {spec!r} is not a string"]
+    if spec:
+        try:
+            canonical = parse_epilogue(spec).text
+        except ValueError as exc:
+            return [f"{where}: {exc}"]
+        if canonical != spec:
+            return [f"{where}: epilogue {spec!r} is not written as {canonical!r}"]
+    return []
 
 
 def _version(dist: str) -> str | None:
@@ -141,10 +238,13 @@ def validate(record: dict) -> list[str]:
     for key in ("date", "git_commit", "git_dirty", "host", "versions", "gpu"):
         if key not in env:
             problems.append(f"env lacks {key!r}")
+    fused_run = record["kind"] in ("bench", "tune") and "epilogues" in record["settings"]
     for part in ("results", "cpu"):
         required = _OK_FIELDS.get((record["kind"], part), ("stage",))
         for i, e in enumerate(record[part]):
             where = f"{part}[{i}] ({e.get('stage', '?')})"
+            if record["kind"] in ("bench", "tune") and part == "results":
+                problems += _epilogue_problems(where, e, required=fused_run)
             status = e.get("status")
             if status not in STATUSES:
                 problems.append(f"{where}: status {status!r} not one of {STATUSES}")
@@ -225,13 +325,25 @@ def latest_ablation(name: str, recs: list[dict] | None = None) -> dict | None:
 
 
 def latest_results(records: list[dict], gpu_substring: str = "H200") -> dict:
-    """(stage, m, n, k) -> (entry, record) from the newest record on a matching GPU."""
+    """(stage, m, n, k) -> (entry, record) from the newest record on a matching GPU: the plain
+    GEMM only (fused-epilogue entries are `latest_fused`'s)."""
     best = {}
     for rec in records:
         g = rec["env"].get("gpu") or {}
         if rec.get("kind", "bench") != "bench" or gpu_substring not in (g.get("name") or ""):
             continue
         for e in rec.get("results", []):
-            if e.get("status") == "ok":
+            if e.get("status") == "ok" and not e.get("epilogue"):
                 best[(e["stage"], e["m"], e["n"], e["k"])] = (e, rec)
     return best
+
+
+def latest_fused(records: list[dict], gpu_substring: str = "H200") -> dict | None:
+    """The newest bench record on a matching GPU with a fused-epilogue entry that passed, or None
+    (its rows are compared within the run: the same inputs, the same clocks)."""
+    for rec in reversed(records):
+        g = rec["env"].get("gpu") or {}
+        if rec.get("kind", "bench") == "bench" and gpu_substring in (g.get("name") or "") and any(
+                e.get("status") == "ok" and e.get("epilogue") for e in rec.get("results", [])):
+            return rec
+    return None
