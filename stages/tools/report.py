@@ -1,4 +1,5 @@
-"""Tables generated from results/: the README's stage table and each stage README's measured block.
+"""Tables generated from results/: the README's stage table and each stage README's measured block
+(and the fused-epilogue table, `fused_table`, for a `fused-table` block where a README marks one).
 
 Blocks live between `<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and are rewritten by
 `python -m stages report --write`; nothing measured is typed by hand.
@@ -124,6 +125,44 @@ def overhead_table(recs: list[dict]) -> str:
     return "\n".join(out)
 
 
+FUSED_YARDSTICKS = ("torch_linear", "torch_addmm_gelu")  # what a torch user has for an epilogue
+
+
+def fused_table(recs: list[dict], link_prefix: str = "") -> str:
+    """The newest published run of fused epilogues (`bench --epilogue ... --publish`): per stage,
+    shape and epilogue its median time, × plain cuBLAS (TFLOP/s over plain cuBLAS's at that shape,
+    the epilogue's flops not counted) and × torch (over the faster torch row, F.linear +
+    activation or cuBLASLt's bias+GELU, of the same epilogue and shape). Rows of one run only."""
+    rec = records.latest_fused(recs)
+    if rec is None:
+        return ("No fused-epilogue measurement published yet "
+                "(`python -m stages bench --epilogue bias+gelu_tanh --publish` on a GPU).")
+    rows = [e for e in rec["results"] if e.get("status") == "ok" and e.get("epilogue")]
+    torch_tf = {}
+    for e in rows:
+        if e["stage"] in FUSED_YARDSTICKS:
+            key = (e["m"], e["n"], e["k"], e["epilogue"])
+            torch_tf[key] = max(torch_tf.get(key, 0.0), e["tflops"])
+    groups = list(dict.fromkeys((e["m"], e["n"], e["k"], e["epilogue"]) for e in rows))
+    out = ["| stage | M×N×K | epilogue | median ms | × plain cuBLAS | × torch |", "|---|---|---|---|---|---|"]
+    for key in groups:
+        for e in (e for e in rows if (e["m"], e["n"], e["k"], e["epilogue"]) == key):
+            m, n, k, spec = key
+            vs_torch = e["tflops"] / torch_tf[key] if key in torch_tf else None
+            out.append(f"| {e['stage']} | {m}×{n}×{k} | `{spec}` | {e['ms_median']:.3f} | "
+                       f"{_ratio(e.get('ratio_cublas'))} | {_ratio(vs_torch)} |")
+    g = rec["env"]["gpu"]
+    alpha = rec["settings"].get("epilogue_alpha")
+    out.append("")
+    out.append(f"One run: {g['name']}, commit {str(rec['env']['git_commit'])[:10]}, {rec['env']['date'][:10]}; "
+               f"y = act(alpha·(x @ W.T) + bias), float16 bias drawn per shape"
+               + (f", alpha = {alpha:g} where the epilogue names it" if alpha is not None else "")
+               + "; TFLOP/s count 2·M·N·K only; × torch is against the faster of "
+               + " and ".join(FUSED_YARDSTICKS) + f" for the same epilogue and shape; record "
+               f"[{Path(rec['_path']).name}]({link_prefix}{rec['_path']}).")
+    return "\n".join(out)
+
+
 def ablation_table(name: str, recs: list[dict] | None = None) -> str:
     """The newest published tuning record holding variants of `name`, as a table: every entry of
     that run (the variants, the stages timed beside them, cuBLAS) with TFLOP/s and × cuBLAS per
@@ -191,6 +230,7 @@ def write_all(dry_run: bool = False) -> list[Path]:
     targets = [(records.REPO / "README.md", "stage-table", stage_table(recs)),
                (records.REPO / "README.md", "cpu-table", cpu_table(recs)),
                (records.REPO / "README.md", "overhead-table", overhead_table(recs)),
+               (records.REPO / "README.md", "fused-table", fused_table(recs)),  # where a block is marked
                (records.REPO / "cpu_reference" / "README.md", "cpu-table", cpu_table(recs, "../"))]
     for name in stages.names():
         targets.append((stages.get(name).folder / "README.md", "measured", stage_measured(name, recs)))
