@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(CUDA)
 OTHER  := $(filter-out $(STAMP),$(wildcard $(VENV)/.installed-cuda*))
 
-.PHONY: install bench publish overhead test test-gpu verify inspect report notebooks figures lab new-stage clean
+.PHONY: install bench publish overhead test test-gpu verify stress inspect report notebooks figures lab new-stage clean
 
 LAB    := $(VENV)/.installed-lab
 
@@ -43,6 +43,9 @@ test-gpu: $(STAMP)       ## only the GPU tests (on a GPU machine)
 
 verify: $(STAMP)         ## the full correctness sweep of every stage
 	$(PY) -m stages verify $(ARGS)
+
+stress: $(STAMP)         ## random shapes, sanitizers, streams/threads, special values, hostile calls, leaks (GPU; a "stress" record)
+	$(PY) -m stages stress $(ARGS)
 
 inspect: $(STAMP)        ## registers, shared/local memory, SASS mix of every stage (no GPU needed)
 	$(PY) -m stages inspect $(ARGS)

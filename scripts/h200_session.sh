@@ -3,7 +3,7 @@
 # the benchmark and tuning sweeps, each step time-limited so a hung kernel cannot eat the lease.
 # Usage there:  GEMM_STAGES_COMMIT=<sha> bash scripts/h200_session.sh STEP...   (default: all)
 # Steps: env inspect tests alltests alltests-reversed verify verify-v3 bench overhead tune ceilings
-#        sizes notebooks-live sanitize.  Logs and JSON records go to $OUT (max 8 files); records
+#        sizes notebooks-live sanitize stress.  Logs and JSON records go to $OUT (max 8 files); records
 #        that steps publish land in results/ there and are copied to $OUT.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
@@ -66,6 +66,10 @@ for step in $steps; do
     sanitize)
       run memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py
       run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v1_tiled v2_cp_async ;;
+    stress)  # issue 14: random shapes, sanitizers, streams/threads, values, hostile calls, leaks, faults
+      # (STRESS_ARGS, e.g. "v0_naive v1_tiled --quick", narrows it; --budget keeps it inside the limit)
+      run stress 590 python3 -m stages.tools.stress --publish --budget 540 ${STRESS_ARGS:-}
+      ls -t results/*stress*.json 2>/dev/null | head -1 | while read f; do cp "$f" "$OUT/"; done ;;
     *) echo "unknown step $step" ;;
   esac
 done
