@@ -13,10 +13,12 @@ from stages.core.stage import Call, KernelStage, Launch
 #   ORDER 0/1/2     tile walk: row-major / grouped by GROUP_M tile rows (v3's) / generalized Hilbert
 #   TMA_STORE 0/1   epilogue: half2 stores from registers / swizzled shared tile + TMA bulk store
 #   CLUSTER_M 1/2   2-CTA clusters on vertically adjacent tiles, B multicast to both
+#   STMATRIX 0/1    epilogue staging: 4-byte st.shared / stmatrix.x4 (four 8x8 fp16 matrices)
 # The shipped switches (ORDER=1 with GROUP_M=16, no cluster) are the fastest of the ladder and its
 # alternatives measured in one run on the H200 (results/tuning/, see README "Ablation").
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
-          "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1}
+          "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
+          "STMATRIX": 1}
 
 THREADS = 384          # 3 warpgroups: 0 producer, 1-2 consumers (kernel.cu: THREADS)
 
@@ -32,6 +34,7 @@ def check_config(c: dict) -> None:
         (c["ORDER"] in (0, 1, 2), "ORDER 0 (row-major), 1 (grouped) or 2 (Hilbert)"),
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1"),
         (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2"),
+        (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

@@ -351,6 +351,17 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
+    // Release a buffer: one arrival per consumer warp, on this CTA's empty barrier and, with a
+    // cluster, on the peer's (lane r tells CTA r). Per warp, not per warpgroup: wgmma.wait_group
+    // speaks for the wgmma-groups of the warp that executes it, so one warp returning from it
+    // does not show that the other three have finished reading the buffer.
+    auto release = [&](unsigned ebar) {
+#if CLUSTER_M > 1
+      if (lane < CLUSTER_M) mbar_arrive_cluster(ebar, lane);
+#else
+      if (lane == 0) mbar_arrive(ebar);
+#endif
+    };
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
     for (int unit = first_unit; unit < num_units; unit += unit_step) {
@@ -374,40 +385,45 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         wgmma_wait<1>();
 
         // ---- load: release k-block it-1's buffer to the producer(s) -----------------------------
-        if (kt > 0) {
-          const unsigned ebar = empty_bar + 8 * ((it - 1) % STAGES);
-#if CLUSTER_M > 1
-          if (lane < CLUSTER_M) mbar_arrive_cluster(ebar, lane);  // lane r tells CTA r
-#else
-          if (lane == 0) mbar_arrive(ebar);
-#endif
-        }
+        if (kt > 0) release(empty_bar + 8 * ((it - 1) % STAGES));
       }
       wgmma_wait<0>();
-      {
-        const unsigned ebar = empty_bar + 8 * ((it - 1) % STAGES);  // the tile's last k-block
-#if CLUSTER_M > 1
-        if (lane < CLUSTER_M) mbar_arrive_cluster(ebar, lane);
-#else
-        if (lane == 0) mbar_arrive(ebar);
-#endif
-      }
+      release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
 
       // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
       // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns
       // 8j + 2t and 8j + 2t + 1: acc[4j..4j+1] (row g), acc[4j+2..4j+3] (row g+8).
-      const int g = lane / 4, t = lane % 4, warp_in_group = (threadIdx.x % 128) / 32;
+      const int warp_in_group = (threadIdx.x % 128) / 32;
 #if TMA_STORE
       // Staging: per pass, EPI_COLS columns as EPI_COLS/64 boxes of 64 rows x 128 bytes in the
       // TMA 128B swizzle (16-byte chunk c of row r sits at chunk c ^ (r % 8)): conflict-free
       // 4-byte stores here, and the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads.
       const unsigned epi = epi_base + wg * EPI_WG_BYTES;
       const bool leader = (threadIdx.x % 128) == 0;
-      const int r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
 #pragma unroll
       for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
         if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
         named_bar_sync(1 + wg, 128);
+#if STMATRIX
+        // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
+        // each (the accumulator's own layout) and gives the address of row l%8 of matrix l/8.
+        // Matrices: (rows 0-7, chunk jj), (rows 8-15, jj), (rows 0-7, jj+1), (rows 8-15, jj+1).
+        const int mat = lane / 8, mrow = warp_in_group * 16 + (mat % 2) * 8 + lane % 8;
+#pragma unroll
+        for (int jj = 0; jj < EPI_COLS / 8; jj += 2) {
+          const int j = pass * (EPI_COLS / 8) + jj;
+          const int cj = jj + mat / 2;  // this lane's address: chunk cj of row mrow
+          const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;
+          __half2 h0 = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+          __half2 h1 = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+          __half2 h2 = __floats2half2_rn(acc[4 * j + 4], acc[4 * j + 5]);
+          __half2 h3 = __floats2half2_rn(acc[4 * j + 6], acc[4 * j + 7]);
+          asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                       ::"r"(addr), "r"(*reinterpret_cast<unsigned*>(&h0)), "r"(*reinterpret_cast<unsigned*>(&h1)),
+                       "r"(*reinterpret_cast<unsigned*>(&h2)), "r"(*reinterpret_cast<unsigned*>(&h3)) : "memory");
+        }
+#else
+        const int g = lane / 4, t = lane % 4, r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
 #pragma unroll
         for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
           const int j = pass * (EPI_COLS / 8) + jj;
@@ -417,6 +433,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&lo)));
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&hi)));
         }
+#endif
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> TMA reads
         named_bar_sync(1 + wg, 128);
         if (leader) {
@@ -427,7 +444,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         }
       }
 #else
-      const int row = block_m + wg * 64 + warp_in_group * 16 + g;
+      const int g = lane / 4, t = lane % 4, row = block_m + wg * 64 + warp_in_group * 16 + g;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int col = block_n + 8 * j + 2 * t;

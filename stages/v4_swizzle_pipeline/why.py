@@ -13,6 +13,7 @@ LADDER = {
     "ORDER=2": "Hilbert order instead of grouped",
     "ORDER=0": "row-major order instead of grouped",
     "STAGES=3": "3 buffers instead of 4",
+    "STMATRIX=0": "4-byte st.shared staging instead of stmatrix",
     "GROUP_M=32": "GROUP_M 32",
 }
 NAME = "v4_swizzle_pipeline"
