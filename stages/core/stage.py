@@ -12,6 +12,7 @@ shape, tensor maps per array (core/tma.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,16 +63,40 @@ class Call:
 
 
 class Prepared:
-    """A checked, ready launch: calling it enqueues the GEMM and nothing else (what bench times)."""
+    """A checked, ready call: calling it enqueues the GEMM and nothing else (what bench times).
 
-    __slots__ = ("_fn", "_grid", "_block", "_args", "_smem", "out")
+    Usually one kernel launch; a stage with a `plan` may enqueue several steps (a padded copy, a
+    main kernel, a reduction), all on the current stream, all inside what is timed."""
 
-    def __init__(self, fn, grid, block, args, smem, out):
-        self._fn, self._grid, self._block, self._args, self._smem, self.out = fn, grid, block, args, smem, out
+    __slots__ = ("_steps", "out")
+
+    def __init__(self, steps, out):
+        self._steps, self.out = tuple(steps), out
 
     def __call__(self):
-        self._fn(self._grid, self._block, self._args, shared_mem=self._smem)
+        for step in self._steps:
+            step()
         return self.out
+
+
+class Kernels:
+    """The compiled module of one call's configuration, as a stage's `plan` hook sees it:
+    `launcher(...)` returns a zero-argument step that enqueues one kernel of that module."""
+
+    __slots__ = ("_stage", "_dev", "_extra", "launch", "arguments")
+
+    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch, arguments: tuple):
+        self._stage, self._dev, self._extra, self.launch, self.arguments = stage, dev, extra, launch, arguments
+
+    def launcher(self, kernel: str | None = None, grid=None, block=None, args=None) -> Callable[[], Any]:
+        """Enqueue `kernel` (default: the stage's entry point, with its launch geometry and
+        `arguments(call)`); another entry point of the same kernel.cu takes its own grid, block
+        and arguments (and no dynamic shared memory unless it defines SMEM_SYMBOL)."""
+        fn, smem = self._stage._function(self._dev, self._extra, kernel)
+        grid = grid or self.launch.grid
+        block = block or self.launch.block
+        args = self.arguments if args is None else args
+        return functools.partial(fn, grid, block, args, shared_mem=smem)
 
 
 class HostCall:
@@ -120,6 +145,10 @@ class KernelStage:
     epilogue: frozenset = frozenset()
     # SASS opcodes this stage exists to use (checked by tests through `inspect`).
     expect_sass: tuple[str, ...] = ()
+    # plan(call, kernels) -> steps: a stage whose call is more than one launch of its kernel with
+    # `arguments(call)` (padded copies of operands TMA cannot describe, a split-K reduction)
+    # returns the zero-argument steps to enqueue, in order; `kernels.launcher()` makes them.
+    plan: Callable[[Call, "Kernels"], list] | None = None
     # (rows, cols) of C whose operands one unit of the program loads once and shares: a block's
     # tile for tiled stages, (1, 1) when nothing is shared. The roofline's traffic model.
     reuse_tile_for: Callable[[dict], tuple[int, int]] | tuple[int, int] = (1, 1)
@@ -211,19 +240,20 @@ class KernelStage:
             dev = self._devices.setdefault(dev_id, gpu.require(self.requires, self.name))
         return dev
 
-    def _function(self, dev: DeviceInfo, extra: dict):
-        key = (dev.id, tuple(sorted(extra.items())))
+    def _function(self, dev: DeviceInfo, extra: dict, kernel: str | None = None):
+        """(function, dynamic shared memory) of an entry point of this configuration's module."""
+        key = (dev.id, tuple(sorted(extra.items())), kernel)
         hit = self._functions.get(key)
         if hit is None:
             with self._lock:  # two host threads asking at once compile and load once
                 hit = self._functions.get(key)
                 if hit is None:
                     compiled = self.compile(gpu.compile_arch(dev, self.requires), extra)
-                    smem = self.shared_mem_bytes(compiled)
+                    smem = self.shared_mem_bytes(compiled) if kernel in (None, self.kernel) else 0
                     if smem > dev.smem_optin_bytes:
                         raise ValueError(f"{self.name} needs {smem} B of shared memory per block, this "
                                          f"GPU allows {dev.smem_optin_bytes} B")
-                    fn = compiler.load_function(compiled, self.kernel, dev.id, smem)
+                    fn = compiler.load_function(compiled, kernel or self.kernel, dev.id, smem)
                     hit = self._functions[key] = (fn, smem)
         return hit
 
@@ -251,10 +281,14 @@ class KernelStage:
         epi = contract.check_epilogue(bias, alpha, activation, n, out, dev.id, self.epilogue, self.name)
         call = Call(a, b, out, m, n, k, self.defines, dev, epi)
         extra = self.defines_for(call) if self.defines_for else {}
+        if extra:
+            call.cfg = {**self.defines, **extra}
         key_extra = tuple(sorted(extra.items())) if extra else ()
-        fn, smem = self._function(dev, extra)
         launch = self._launch(m, n, k, dev, extra, key_extra)
-        return Prepared(fn, launch.grid, launch.block, self.arguments(call), smem, out)
+        if self.plan is not None:
+            return Prepared(self.plan(call, Kernels(self, dev, extra, launch, ())), out)
+        fn, smem = self._function(dev, extra)
+        return Prepared((functools.partial(fn, launch.grid, launch.block, self.arguments(call), shared_mem=smem),), out)
 
     def gemm(self, a, b, out=None, *, bias=None, alpha=1.0, activation=None):
         """activation(alpha * (a @ b.T) + bias) for float16 a (M, K) and b (N, K), fp32
