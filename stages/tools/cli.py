@@ -9,6 +9,7 @@
   ceilings  measure the GPU's roofs (HBM, L2, fp32 FMA, cuBLAS fp16)
   report    tables from the published records (--write updates the READMEs)
   new       start a new stage by copying the last one (see README, "Adding a stage")
+  stress    races, memory errors, hostile inputs, concurrency, leaks (one "stress" record)
 
 Runs write their record to results/runs/ (git-ignored); --publish writes it to results/, where
 the README tables and the notebooks read it.
@@ -27,7 +28,7 @@ import stages
 from stages.core import contract, gpu
 from stages.core.errors import CompileError, UnsupportedDevice
 
-from . import bench, ceilings, newstage, profile, records, report, verify
+from . import bench, ceilings, newstage, profile, records, report, stress, verify
 from .inspect import inspect_stage
 
 WIDTH = 100
@@ -156,7 +157,10 @@ def cmd_verify(args) -> int:
             elif (i + 1) % 100 == 0 or i + 1 == total:
                 print(f"{name}: {i + 1}/{total} checks", file=sys.stderr, flush=True)
 
-        checks = verify.sweep(st, shapes, repeat=args.repeat, seed=args.seed, on_check=progress)
+        cases = verify.epilogue_cases(st, args.epilogue) if args.epilogue else {"plain": {}}
+        checks = []
+        for case in cases.values():  # every shape with every epilogue case asked for
+            checks += verify.sweep(st, shapes, repeat=args.repeat, seed=args.seed, on_check=progress, **case)
         if tty:
             print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
         bad = verify.failures(checks)
@@ -433,6 +437,10 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=None, help="fixed input seed (default: fresh each check)")
     v.add_argument("--set", action="append",
                    help="NAME=VALUE: check a variant of the named stage(s) (repeatable), e.g. --set SWIZZLE=0")
+    v.add_argument("--epilogue", default=None,
+                   help="'all': every shape with every fused-epilogue case the stage supports (each "
+                        "activation, bias fp16/fp32 or none, alpha != 1), or one case by name "
+                        "(stages/tools/verify.py EPILOGUE_CASES); default: the plain GEMM only")
     b = sub.add_parser("bench", help="time stages against cuBLAS (GPU) and numpy (CPU); write a run record",
                        formatter_class=fmt)
     b.add_argument("stages", nargs="*", help="stages to time (default: every stage and baseline this machine runs)")
@@ -487,6 +495,7 @@ def parser() -> argparse.ArgumentParser:
     n = sub.add_parser("new", help="start a new stage folder by copying the last stage")
     n.add_argument("name", help="the new folder's name: vN_short_name (N the next version)")
     n.add_argument("--source", help="stage to copy (default: the last one)")
+    stress.add_parser(sub)
     return p
 
 
@@ -498,7 +507,7 @@ def main(argv=None) -> int:
         return 0
     commands = {"list": cmd_list, "verify": cmd_verify, "bench": cmd_bench, "tune": cmd_tune,
                 "ceilings": cmd_ceilings, "inspect": cmd_inspect, "profile": cmd_profile, "report": cmd_report,
-                "new": cmd_new}
+                "new": cmd_new, "stress": stress.cmd_stress}
     try:
         return commands[args.cmd](args)
     except (ValueError, TypeError, UnsupportedDevice, CompileError) as exc:

@@ -240,6 +240,39 @@ def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=
     return judge_output(chk, out, ref, mag, xp, buf)
 
 
+# ---- epilogue cases -------------------------------------------------------------------------------
+# What `verify --epilogue all` runs on every shape for a stage that fuses an epilogue: every
+# activation, with and without a bias, fp16 and fp32 biases, alpha != 1 (check()'s keywords).
+EPILOGUE_CASES = {
+    "plain": {},
+    "alpha": {"alpha": -0.75},
+    "bias16": {"bias_dtype": np.float16},
+    "bias32+relu": {"bias_dtype": np.float32, "activation": "relu"},
+    "bias16+gelu": {"bias_dtype": np.float16, "activation": "gelu"},
+    "alpha+bias32+gelu_tanh": {"alpha": 0.5, "bias_dtype": np.float32, "activation": "gelu_tanh"},
+    "bias16+silu": {"bias_dtype": np.float16, "activation": "silu"},
+    "gelu": {"activation": "gelu"},
+    "alpha+silu": {"alpha": 1.5, "activation": "silu"},
+}
+
+
+def epilogue_cases(stage, which: str = "all") -> dict[str, dict]:
+    """The EPILOGUE_CASES `stage` fuses ("all"), or the one named, or only "plain"."""
+    fused = set(getattr(stage, "epilogue", ()))
+
+    def needs(kw):
+        return {f for f, used in (("bias", "bias_dtype" in kw), ("alpha", "alpha" in kw),
+                                  ("activation", "activation" in kw)) if used}
+
+    if which == "all":
+        return {name: kw for name, kw in EPILOGUE_CASES.items() if needs(kw) <= fused}
+    if which not in EPILOGUE_CASES:
+        raise ValueError(f"unknown epilogue case {which!r}; choose all or one of: {', '.join(EPILOGUE_CASES)}")
+    if not needs(EPILOGUE_CASES[which]) <= fused:
+        raise ValueError(f"{stage.name} does not fuse {', '.join(sorted(needs(EPILOGUE_CASES[which]) - fused))}")
+    return {which: EPILOGUE_CASES[which]}
+
+
 # ---- the sweep ----------------------------------------------------------------------------------
 def sweep(stage, shapes, repeat: int = 1, seed: int | None = None, on_check=None, xp=None,
           **epilogue) -> list[Check]:
