@@ -100,7 +100,7 @@ def test_other_device(fake_device):
 
 
 def test_unsupported_shape_names_the_rule_and_the_fix(fake_device):
-    with pytest.raises(ValueError, match=r"vX_test needs N to be a multiple of 256, got N=300; pad the operand to 512 \(or trim to 256\), or use a stage that takes 128x300x64: v0_naive, cublas"):
+    with pytest.raises(ValueError, match=r"vX_test needs N to be a multiple of 256, got N=300; pad the operand to 512 \(or trim to 256\), or use a stage that takes 128x300x64: v0_naive, v5_fused_epilogue, cublas"):
         check(fake((128, 64)), fake((300, 64), ptr=1 << 21), cons=TILED)
     with pytest.raises(ValueError, match="K to be a multiple of 64, got K=17"):
         check(fake((128, 17)), fake((256, 17), ptr=1 << 21), cons=TILED)

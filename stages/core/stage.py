@@ -285,9 +285,9 @@ class KernelStage:
             call.cfg = {**self.defines, **extra}
         key_extra = tuple(sorted(extra.items())) if extra else ()
         launch = self._launch(m, n, k, dev, extra, key_extra)
+        fn, smem = self._function(dev, extra)  # compiled and loaded before anything is allocated
         if self.plan is not None:
             return Prepared(self.plan(call, Kernels(self, dev, extra, launch, ())), out)
-        fn, smem = self._function(dev, extra)
         return Prepared((functools.partial(fn, launch.grid, launch.block, self.arguments(call), shared_mem=smem),), out)
 
     def gemm(self, a, b, out=None, *, bias=None, alpha=1.0, activation=None):

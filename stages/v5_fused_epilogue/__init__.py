@@ -1,0 +1,166 @@
+"""v5_fused_epilogue: a Linear layer in one kernel: act(alpha * a @ b.T + bias), any shape (sm_90a)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from stages.core import gpu, tma
+from stages.core.contract import ACTIVATIONS, Constraints
+from stages.core.gpu import Requirement
+from stages.core.stage import Call, KernelStage, Launch, cdiv
+
+# v4's kernel and its shipped switches, plus: BM 64 or 128 (one or two consumer warpgroups), BN
+# 128 or 256, and AUTO=1: the tile, the ring depth and the split of K are chosen per shape by
+# `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
+CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
+          "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
+          "STMATRIX": 1, "AUTO": 1, "SPLIT_K": 1}
+
+# The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
+# (BM x 128 x 2 B) + 1 KiB of alignment slack + barriers must fit the 232,448 B of an H200 block.
+TILES = {(128, 256): 4, (128, 128): 6, (64, 256): 5, (64, 128): 8}
+
+# The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
+ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
+assert set(ACT_CODE) - {None} == set(ACTIVATIONS)
+BIAS_CODE = {None: 0, np.dtype(np.float16): 1, np.dtype(np.float32): 2}
+REDUCE_THREADS = 256
+_NULL = np.uint64(0)
+_NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is stored directly
+
+# ---- the shape rule ------------------------------------------------------------------------------
+# Measured on the H200 (README "The shape rule": every tile and split at the issue's shapes):
+#  * M <= 64 (decode): BM = 64, BN = 128. One consumer warpgroup wastes less of the m64 wgmma
+#    on padding rows, and 128 columns make N / 128 tiles (112 at N = 14336) to spread the weight
+#    stream over the SMs. When that leaves more than half the SMs idle (N / 128 < SMs / 2, e.g.
+#    1 x 4096 x 4096: 32 tiles), K is split so that about 2 x SMs units stream it (at most 8
+#    splits, at least 4 k-blocks each); the split costs a reduction kernel (~4 us), so it only
+#    pays where most SMs would otherwise idle (at 16 x 14336 x 4096 every split lost).
+#  * M > 64: BM = 128; BN = 256 unless its tiles would not fill the SMs once (fewer tiles than
+#    SMs: 128 x 14336 x 4096 has 56, 1000^3 has 32), then 128 (twice the tiles; a 128 x 128 tile
+#    does 0.92-0.94 of a 128 x 256 tile's work per second at the large shapes, so where 256 fills
+#    the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles measured 16% slower although
+#    they fill 8 waves exactly against 256's 4.1). No split: at M = 128 every split lost.
+MAX_SPLITS = 8
+MIN_K_TILES_PER_SPLIT = 4
+
+
+@functools.lru_cache(maxsize=4096)
+def _auto(m: int, n: int, k: int, sms: int) -> tuple[int, int, int, int]:
+    nkt = cdiv(k, 64)
+    if m <= 64:
+        tiles = cdiv(n, 128)
+        splits = 1
+        if 2 * tiles < sms:
+            splits = max(1, min(MAX_SPLITS, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
+            splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
+        return 64, 128, TILES[(64, 128)], splits
+
+    bn = 128 if cdiv(m, 128) * cdiv(n, 256) < sms else 256
+    return 128, bn, TILES[(128, bn)], 1
+
+
+def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:
+    """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
+    if c["AUTO"]:
+        return _auto(m, n, k, sms)
+    nkt = cdiv(k, 64)
+    splits = cdiv(nkt, cdiv(nkt, min(c["SPLIT_K"], nkt)))  # no empty split
+    return c["BM"], c["BN"], c["STAGES"], splits
+
+
+def check_config(c: dict) -> None:
+    rules = [
+        (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
+        (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
+        (c["BN"] in (128, 256), "BN 128 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["STAGES"] >= 2, "STAGES >= 2"),
+        (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
+        (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
+        (c["ORDER"] in (0, 1, 2), "ORDER 0 (row-major), 1 (grouped) or 2 (Hilbert)"),
+        (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
+        (c["CLUSTER_M"] == 1, "CLUSTER_M == 1 (clusters and edge tiles or split K are not combined here; v4 measured no gain)"),
+        (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
+        (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
+        (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
+    ]
+    broken = [rule for ok, rule in rules if not ok]
+    if broken:
+        raise ValueError(f"v5_fused_epilogue cannot build {c}: needs " + "; ".join(broken))
+
+
+def _tma_store_ok(call: Call) -> bool:
+    """C can be a tensor map: 16-byte row stride (N % 8 == 0) and a 16-byte aligned base."""
+    return call.n % 8 == 0 and call.out.data.ptr % 16 == 0
+
+
+def defines_for(call: Call) -> dict:
+    # Compile-time, per call: the tile (accumulator size, shared memory), the epilogue and the
+    # store path, so the plain GEMM on a TMA-friendly C is v4's kernel plus tails and nothing
+    # else. Kernel arguments: alpha, the split count. Each distinct set compiles once (disk
+    # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
+    epi = call.epilogue
+    bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
+    return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
+            "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
+            "PARTIAL": int(splits > 1), "TMA_STORE": int(splits == 1 and _tma_store_ok(call))}
+
+
+def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
+    bm, bn, _, splits = shape_config(m, n, k, c, dev.sm_count)
+    units = cdiv(m, bm) * cdiv(n, bn) * splits
+    blocks = min(units, dev.sm_count) if c["PERSISTENT"] else units
+    return Launch(grid=(blocks, 1, 1), block=(128 * (1 + bm // 64), 1, 1))
+
+
+def _copy_into(dst, src, k: int) -> None:
+    dst[:, :k] = src
+
+
+def plan(call: Call, kernels) -> list:
+    """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction]."""
+    cp = gpu.cupy()
+    m, n, k, epi = call.m, call.n, call.k, call.epilogue
+    bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev.sm_count)
+    steps = []
+    a, b, k_run = call.a, call.b, k
+    if k % 8 or a.data.ptr % 16 or b.data.ptr % 16:
+        # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
+        # Costs one read and write of A and B per call (README: "Where TMA cannot go").
+        k_run = cdiv(k, 8) * 8
+        a_pad, b_pad = cp.zeros((m, k_run), cp.float16), cp.zeros((n, k_run), cp.float16)
+        steps += [functools.partial(_copy_into, a_pad, a, k), functools.partial(_copy_into, b_pad, b, k)]
+        a, b = a_pad, b_pad
+    tma_c = call.cfg["TMA_STORE"] and not call.cfg["PARTIAL"]
+    bias = epi.bias if epi.bias is not None else _NULL
+    ldw = n + n % 2
+    ws = cp.empty((splits, m, ldw), cp.float32) if splits > 1 else _NULL
+    args = (tma.tensor_map(a, bm, 64), tma.tensor_map(b, bn, 64),
+            tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
+            np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
+            ws, np.int32(splits), np.int32(ldw))
+    steps.append(kernels.launcher(args=args))
+    if splits > 1:
+        blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
+        steps.append(kernels.launcher(
+            "gemm_v5_fused_epilogue_reduce", grid=(blocks, 1, 1), block=(REDUCE_THREADS, 1, 1),
+            args=(ws, np.int32(splits), np.int32(m), np.int32(n), np.int32(ldw), call.out, bias,
+                  np.float32(epi.alpha))))
+    return steps
+
+
+STAGE = KernelStage.here(
+    __file__,
+    idea="fused bias/alpha/activation epilogue, any shape (TMA edges, split K), tile chosen by shape",
+    geometry=geometry,
+    requires=Requirement(exact_arch="sm_90a"),
+    constraints_for=Constraints(alignment=2),
+    defines=CONFIG,
+    check_config=check_config,
+    defines_for=defines_for,
+    plan=plan,
+    epilogue=frozenset({"bias", "alpha", "activation"}),
+    reuse_tile_for=lambda c: (c["BM"], c["BN"]),
+    expect_sass=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS"),
+)

@@ -1,0 +1,655 @@
+// ============================================================================================
+// v5_fused_epilogue: a Linear layer in one kernel, on any shape. y = act(alpha * x @ W^T + bias),
+//             computed on the fp32 accumulators and rounded to fp16 once, for any M, N, K >= 1,
+//             with the tile and a split of K chosen by shape.
+// Builds on:  v4_swizzle_pipeline.
+// Changed:    epilogue: alpha, a per-column bias (fp16 or fp32) and an activation (relu, gelu
+//             (erf), gelu_tanh, silu) applied in registers before the one store; the activation
+//             and the bias type are -D defines (ACT, BIAS), alpha a kernel argument.
+//             tails: tile counts and k-blocks round up; TMA zero-fills the parts of a box past
+//             the edge of A or B (so they add nothing) and clips the C store box at the edge.
+//             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the epilogue stores
+//             from registers with a bounds check instead (TMA_STORE=0, chosen per call).
+//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 128 or 256, chosen
+//             per shape on the host; `splits` > 1 divides the k-blocks of every tile among
+//             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
+//             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
+//             applies the epilogue.
+// Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
+//             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
+// Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
+//             copy otherwise); the C tensor map also needs N % 8 == 0 and an aligned out.
+// Launch:     1-D grid of min(units, SMs) blocks (PERSISTENT=1; one per unit if 0), unit =
+//             (tile, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
+//             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (AUTO=0:
+//             as given, the split from SPLIT_K); the kernel sees the split as `splits`. The reduce
+//             kernel: 256 threads, one output element per thread per step, grid-stride.
+// Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major;
+//             workspace (splits, M, ldw) fp32 with ldw = N rounded up to even.
+// ============================================================================================
+#include <cuda_fp16.h>
+
+// ---- per-call switches (the host picks them, see __init__.py defines_for) ---------------------
+#ifndef ACT
+#define ACT 0           // activation: 0 none, 1 relu, 2 gelu (erf), 3 gelu_tanh, 4 silu
+#endif
+#ifndef BIAS
+#define BIAS 0          // bias: 0 none, 1 fp16, 2 fp32
+#endif
+#ifndef PARTIAL
+#define PARTIAL 0       // 1: split K, write fp32 partial tiles (the reduce kernel finishes them)
+#endif
+
+// ---- roles and register budgets (setmaxnreg: 40 x 128 + 232 x 256 = 64,512 <= 65,536) -------
+#define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
+#define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
+#define PRODUCER_REGS 40
+#define CONSUMER_REGS 232
+#if BM != 64 && BM != 128
+#error "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)"
+#endif
+
+#define A_BYTES (BM * BK * 2)                 // one A tile in shared memory
+#define B_BYTES (BN * BK * 2)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define B_SLICE_ROWS (BN / CLUSTER_M)         // rows of B one CTA loads (and multicasts)
+#define B_SLICE_BYTES (B_SLICE_ROWS * BK * 2)
+// Epilogue staging (TMA_STORE): per consumer warpgroup 64 rows x EPI_COLS fp16, written as
+// EPI_COLS/64 boxes of 64 x 64 (128-byte rows, 128B swizzle), stored BN/EPI_COLS times per tile.
+#define EPI_COLS 128
+#define EPI_BOX_BYTES (64 * 64 * 2)
+#define EPI_WG_BYTES (64 * EPI_COLS * 2)
+// Direct stores (TMA_STORE=0) stage 64 columns at a time in an unswizzled tile whose row pitch,
+// 144 B = 36 words, puts the 8 rows x 4 words a warp writes at once in 32 different banks.
+#define DIRECT_COLS 64
+#define DIRECT_PITCH (DIRECT_COLS * 2 + 16)
+#define DIRECT_WG_BYTES (64 * DIRECT_PITCH)
+#if PARTIAL
+#define EPI_BYTES 0
+#elif TMA_STORE
+#define EPI_BYTES (CONSUMERS * EPI_WG_BYTES)
+#else
+#define EPI_BYTES (CONSUMERS * DIRECT_WG_BYTES)
+#endif
+// The tile's bias, BN fp32 values staged in shared memory once per tile (BIAS != 0, no split).
+#if BIAS && !PARTIAL
+#define BIAS_BYTES (BN * 4)
+#else
+#define BIAS_BYTES 0
+#endif
+#define ALIGN_SLACK 1024                      // the 128B swizzle repeats every 1024 bytes
+#define BAR_BYTES (2 * 8 * STAGES)            // a full and an empty mbarrier per buffer
+
+// Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
+// slack to align them to the 1024-byte swizzle period, then the barriers. With the defaults:
+// 4 x 49,152 + 32,768 + 1,024 + 64 = 230,464 B of the 232,448 an H200 block may have (BM 128,
+// BN 256; the host picks STAGES for the other tiles so that they fit too). The harness
+// reads this constant from the compiled kernel to size the launch.
+extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * STAGE_BYTES + EPI_BYTES + BIAS_BYTES + ALIGN_SLACK + BAR_BYTES;
+
+// The 128-byte CUtensorMap, received by value. The harness encodes it with cuda-python.
+struct alignas(64) TmaDesc { unsigned long long v[16]; };
+
+// ---- mbarrier: a shared-memory object counting arrivals and, for TMA, transaction bytes -----
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+// The producer's arrival: "count me, and expect `bytes` more bytes before this phase completes".
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes));
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar));
+}
+// Arrive on the barrier at the same offset in CTA `cta` of the cluster (mapa translates it).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(bar), "r"(cta) : "memory");
+}
+// Wait until the phase with parity `phase` has completed (each use of a stage flips it).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar), "r"(phase) : "memory");
+}
+// Named barrier among `count` threads (id 0 is __syncthreads'): the consumer warpgroup alone.
+__device__ __forceinline__ void named_bar_sync(unsigned id, unsigned count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// ---- TMA: one box of a 2-D tensor, global -> shared, completion counted on an mbarrier ------
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, int x, int y, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+// The same box written to the same offset of every CTA in `mask`, and counted on the mbarrier
+// at the same offset in each of them.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaDesc* map, int x, int y,
+                                                      unsigned bar, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+}
+// shared -> global: one box, tracked by the issuing thread's bulk-group counter.
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* map, unsigned src, int x, int y) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+               ::"l"(map), "r"(x), "r"(y), "r"(src) : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Wait until the committed stores have finished READING shared memory (their global writes may
+// still be in flight): then the staging tile may be overwritten.
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// ---- schedule: tile index -> (tile row, tile column) -----------------------------------------
+// Units are the scheduled items: CLUSTER_M vertically adjacent tiles (one per CTA of a cluster).
+// ORDER 0: row-major. ORDER 1: v3's grouped order, GROUP_M tile rows walked column by column.
+// ORDER 2: the generalized Hilbert curve ("gilbert", J. Cerveny): for any w x h, consecutive
+// indices are neighbouring tiles (a diagonal step only where w or h is odd), so the ~132 tiles
+// resident at once cover a compact patch of C and share rows of A and columns of B in L2.
+// It descends by halving the rectangle; each level keeps only the part holding `idx`: a loop,
+// no recursion, no stack.
+__host__ __device__ __forceinline__ int sgn(int v) { return (v > 0) - (v < 0); }
+__host__ __device__ __forceinline__ void gilbert_d2xy(int idx, int w, int h, int& out_x, int& out_y) {
+  int x = 0, y = 0, ax, ay, bx, by;
+  if (w >= h) { ax = w; ay = 0; bx = 0; by = h; }
+  else        { ax = 0; ay = h; bx = w; by = 0; }
+  int cur = 0;
+  while (true) {
+    const int ww = abs(ax + ay), hh = abs(bx + by);
+    const int dax = sgn(ax), day = sgn(ay), dbx = sgn(bx), dby = sgn(by);
+    const int di = idx - cur;
+    if (hh == 1) { x += dax * di; y += day * di; break; }
+    if (ww == 1) { x += dbx * di; y += dby * di; break; }
+    int ax2 = ax / 2, ay2 = ay / 2, bx2 = bx / 2, by2 = by / 2;
+    const int w2 = abs(ax2 + ay2), h2 = abs(bx2 + by2);
+    if (2 * ww > 3 * hh) {  // long rectangle: split in two along the long side
+      if ((w2 & 1) && ww > 2) { ax2 += dax; ay2 += day; }
+      const int nxt = cur + abs((ax2 + ay2) * (bx + by));
+      if (idx < nxt) { ax = ax2; ay = ay2; continue; }
+      cur = nxt; x += ax2; y += ay2; ax -= ax2; ay -= ay2;
+    } else {                 // up, long across, down
+      if ((h2 & 1) && hh > 2) { bx2 += dbx; by2 += dby; }
+      int nxt = cur + abs((bx2 + by2) * (ax2 + ay2));
+      if (idx < nxt) { const int tx = ax2, ty = ay2; ax = bx2; ay = by2; bx = tx; by = ty; continue; }
+      cur = nxt;
+      nxt = cur + abs((ax + ay) * ((bx - bx2) + (by - by2)));
+      if (idx < nxt) { x += bx2; y += by2; bx -= bx2; by -= by2; continue; }
+      cur = nxt;
+      x += (ax - dax) + (bx2 - dbx); y += (ay - day) + (by2 - dby);
+      const int nax = -bx2, nay = -by2, nbx = -(ax - ax2), nby = -(ay - ay2);
+      ax = nax; ay = nay; bx = nbx; by = nby;
+    }
+  }
+  out_x = x; out_y = y;
+}
+
+__host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int units_n, int& um, int& un) {
+#if ORDER == 0
+  um = unit / units_n; un = unit % units_n;
+#elif ORDER == 1
+  const int group_rows = GROUP_M / CLUSTER_M > 0 ? GROUP_M / CLUSTER_M : 1;
+  const int group = unit / (group_rows * units_n), first_m = group * group_rows;
+  const int group_m = min(units_m - first_m, group_rows);
+  const int in_group = unit % (group_rows * units_n);
+  um = first_m + in_group % group_m; un = in_group / group_m;
+#elif ORDER == 2
+  gilbert_d2xy(unit, units_n, units_m, un, um);  // x along N, y along M
+#else
+#error "ORDER must be 0 (row-major), 1 (grouped) or 2 (Hilbert)"
+#endif
+}
+
+// ---- epilogue math: y = act(alpha * acc + bias), in fp32 --------------------------------------
+// ACT and BIAS are -D defines (one compiled kernel per epilogue; the plain GEMM carries no
+// epilogue code at all); alpha is a kernel argument. ACT: 0 none, 1 relu, 2 gelu (erf form,
+// torch's default), 3 gelu_tanh, 4 silu. BIAS: 0 none, 1 fp16, 2 fp32 (one value per column).
+// gelu uses an erfc fit (below); the sigmoid forms are exact rewrites, accurate where the result is small:
+//   gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u),  u = sqrt(2/pi) (x + 0.044715 x^3)
+//   silu(x) = x * sigmoid(x);  sigmoid(z) = 1 / (1 + e^-z) with ex2.approx and one reciprocal
+// (relative error ~1e-7, where 1 + tanh(u) computed with tanh.approx would lose everything to
+// cancellation for x < -2). e^-z = inf for very negative z gives x * 0 = 0, the right limit.
+__device__ __forceinline__ float activate(float x) {
+#if ACT == 1
+  return fmaxf(x, 0.0f);
+#elif ACT == 2
+  // x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2, with erfc from the Chebyshev fit of Numerical
+  // Recipes in C (2nd ed., section 6.2, erfcc: fractional error < 1.2e-7 everywhere), taken at
+  // |x| / sqrt 2 so that the small side (x < 0) is computed directly, not as 1 - (nearly 1).
+  const float z = fabsf(x) * 0.70710678118654752f;
+  const float t = __fdividef(1.0f, fmaf(0.5f, z, 1.0f));
+  float p = 0.17087277f;
+  p = fmaf(p, t, -0.82215223f); p = fmaf(p, t, 1.48851587f); p = fmaf(p, t, -1.13520398f);
+  p = fmaf(p, t, 0.27886807f); p = fmaf(p, t, -0.18628806f); p = fmaf(p, t, 0.09678418f);
+  p = fmaf(p, t, 0.37409196f); p = fmaf(p, t, 1.00002368f); p = fmaf(p, t, -1.26551223f);
+  const float erfc_z = t * __expf(fmaf(-z, z, p));
+  return x * (x < 0.0f ? 0.5f * erfc_z : fmaf(-0.5f, erfc_z, 1.0f));
+#elif ACT == 3
+  const float u2 = 1.5957691216057308f * fmaf(0.044715f * x, x * x, x);  // 2u
+  return __fdividef(x, 1.0f + __expf(-u2));
+#elif ACT == 4
+  return __fdividef(x, 1.0f + __expf(-x));
+#else
+  return x;
+#endif
+}
+#define FUSED (ACT != 0 || BIAS != 0)
+#define CONSUMER_THREADS (128 * CONSUMERS)
+#define BIAS_PER_THREAD ((BN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
+#define BAR_CONSUMERS 3  // named barrier of all consumer threads (1, 2: one consumer warpgroup each)
+// The bias of column col from global memory, as fp32 (0 past the last column).
+__device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
+#if BIAS == 1
+  return col < N ? __half2float(static_cast<const __half*>(bias)[col]) : 0.0f;
+#elif BIAS == 2
+  return col < N ? static_cast<const float*>(bias)[col] : 0.0f;
+#else
+  return 0.0f;
+#endif
+}
+// Chunks j0 .. j0 + COUNT - 1 of a thread's accumulators (acc[4j + e]: tile column 8j + 2t +
+// (e & 1), rows g and g + 8), in place. The bias comes from the tile's staged copy in shared
+// memory (bias_tile: BN fp32, column c at byte 4c): one 8-byte load per chunk, ~30 cycles.
+// The reduce kernel's one element: its bias straight from global memory.
+__device__ __forceinline__ float fuse_one(float v, const void* bias, float alpha, int col, int N) {
+  return activate(fmaf(alpha, v, bias_at(bias, col, N)));
+}
+template <int COUNT>
+__device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t) {
+#if FUSED
+#pragma unroll
+  for (int j = 0; j < COUNT; ++j) {
+    float2 bv = make_float2(0.0f, 0.0f);
+#if BIAS
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
+#endif
+    float* a = acc + 4 * (j0 + j);
+    a[0] = activate(fmaf(alpha, a[0], bv.x));
+    a[1] = activate(fmaf(alpha, a[1], bv.y));
+    a[2] = activate(fmaf(alpha, a[2], bv.x));
+    a[3] = activate(fmaf(alpha, a[3], bv.y));
+  }
+#else
+  if (alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
+#pragma unroll
+    for (int e = 0; e < 4 * COUNT; ++e) acc[4 * j0 + e] *= alpha;
+  }
+#endif
+}
+
+// ---- wgmma ------------------------------------------------------------------------------------
+// Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle: bits 0-13 start
+// address >> 4; 16-29 leading byte offset >> 4 (unused for swizzled K-major: 1); 32-45 stride
+// byte offset >> 4 = 1024 B (8 rows x 128 B) >> 4 = 64; 62-63 swizzle mode (1 = 128 B). A k16
+// step inside the 64-wide tile moves the start address by 32 bytes; the hardware applies the
+// swizzle to the computed address, so that is all it takes.
+__device__ __forceinline__ unsigned long long smem_desc(unsigned addr) {
+  return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+
+// D (64 x N, fp32, 128 threads x N/2 registers) += A (64 x 16, smem) * B (N x 16, smem)^T.
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a,
+                                                unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long desc_a,
+                                                unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// scale_d = 0: D = A * B^T (the old accumulator is ignored, so no zero-fill); 1: D += A * B^T.
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db,
+                                           int scale_d) {
+#if BN == 256
+  wgmma_m64n256k16(d, da, db, scale_d);
+#elif BN == 128
+  wgmma_m64n128k16(d, da, db, scale_d);
+#else
+#error "BN must be 128 or 256"
+#endif
+}
+
+
+extern "C" __global__ void
+#if CLUSTER_M > 1
+__cluster_dims__(CLUSTER_M, 1, 1)
+#endif
+__launch_bounds__(THREADS, 1)
+gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
+                       const __grid_constant__ TmaDesc tmap_c, __half* __restrict__ C, int M, int N, int K,
+                       const void* __restrict__ bias, float alpha, float* __restrict__ ws, int splits, int ldw) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // The 128-byte swizzle repeats every 1024 bytes: tiles must start on a 1024-byte boundary.
+  const unsigned smem_base = (static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
+  const unsigned epi_base = smem_base + STAGES * STAGE_BYTES;    // EPI_BYTES, 1024-aligned
+  const unsigned bias_base = epi_base + EPI_BYTES;               // BIAS_BYTES
+  const unsigned full_bar = bias_base + BIAS_BYTES;              // STAGES x 8 bytes
+  const unsigned empty_bar = full_bar + STAGES * 8;              // STAGES x 8 bytes
+
+  // A unit is CLUSTER_M tiles stacked in M (CTA `rank` of a cluster takes tile row um * CLUSTER_M
+  // + rank) and one of `splits` ranges of k-blocks; partial tiles at the edges count as tiles.
+  const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M), units_n = (N + BN - 1) / BN;
+  const int num_units = units_m * units_n * splits;
+  const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
+  const int first_unit = blockIdx.x / CLUSTER_M, unit_step = gridDim.x / CLUSTER_M;
+
+  const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
+  const int num_k_tiles = (K + BK - 1) / BK;             // the last one zero-filled past K by TMA
+  const int k_tiles_per_split = (num_k_tiles + splits - 1) / splits;  // the host keeps none empty
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
+      mbar_init(empty_bar + 8 * s, CLUSTER_M * CONSUMERS * 4);       // one arrival per consumer warp, every CTA
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+#if CLUSTER_M > 1
+  cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
+#endif
+
+  if (warpgroup == 0) {
+    // ---- load: the producer warpgroup; one thread issues every copy --------------------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+    if (threadIdx.x == 0) {
+      int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
+      for (int unit = first_unit; unit < num_units; unit += unit_step) {
+        int um, un;
+        unit_coords(unit / splits, units_m, units_n, um, un);
+        const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
+        const int kt0 = (unit % splits) * k_tiles_per_split, kt1 = min(kt0 + k_tiles_per_split, num_k_tiles);
+        for (int kt = kt0; kt < kt1; ++kt, ++it) {
+          const int s = it % STAGES;
+          // Lap u > 0 refills buffer s: wait until every consumer warp (of every CTA) released lap u-1.
+          if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
+          const unsigned a_dst = smem_base + s * STAGE_BYTES;
+          mbar_expect_tx(full_bar + 8 * s, STAGE_BYTES);  // own A + all of B (both halves, with a cluster)
+          tma_load_2d(a_dst, &tmap_a, kt * BK, block_m, full_bar + 8 * s);
+#if CLUSTER_M > 1
+          tma_load_2d_multicast(a_dst + A_BYTES + rank * B_SLICE_BYTES, &tmap_b, kt * BK,
+                                block_n + rank * B_SLICE_ROWS, full_bar + 8 * s, (1u << CLUSTER_M) - 1);
+#else
+          tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s);
+#endif
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
+    // Release a buffer: one arrival per consumer warp, on this CTA's empty barrier and, with a
+    // cluster, on the peer's (lane r tells CTA r). Per warp, not per warpgroup: wgmma.wait_group
+    // speaks for the wgmma-groups of the warp that executes it, so one warp returning from it
+    // does not show that the other three have finished reading the buffer.
+    auto release = [&](unsigned ebar) {
+#if CLUSTER_M > 1
+      if (lane < CLUSTER_M) mbar_arrive_cluster(ebar, lane);
+#else
+      if (lane == 0) mbar_arrive(ebar);
+#endif
+    };
+    const int consumer_tid = threadIdx.x - 128;  // 0 .. CONSUMER_THREADS - 1
+    float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
+    int it = 0;                    // k-blocks consumed so far, in step with the producer's count
+    for (int unit = first_unit; unit < num_units; unit += unit_step) {
+      int um, un;
+      unit_coords(unit / splits, units_m, units_n, um, un);
+      const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
+      const int split = unit % splits, kt0 = split * k_tiles_per_split;
+      const int kt1 = min(kt0 + k_tiles_per_split, num_k_tiles);
+#if BIAS_BYTES
+      // The tile's bias: each consumer thread loads its share now, the loads complete during the
+      // mainloop, and the values reach shared memory after it (BIAS_PER_THREAD registers held).
+      float bias_reg[BIAS_PER_THREAD];
+#pragma unroll
+      for (int i = 0; i < BIAS_PER_THREAD; ++i)
+        bias_reg[i] = bias_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
+#endif
+
+      for (int kt = kt0; kt < kt1; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(full_bar + 8 * s, (it / STAGES) & 1);  // k-block it has landed
+
+        // ---- compute: BK/16 wgmmas over this warpgroup's 64 rows of A and all BN rows of B ----
+        const unsigned a_tile = smem_base + s * STAGE_BYTES + wg * 64 * BK * 2;
+        const unsigned b_tile = smem_base + s * STAGE_BYTES + A_BYTES;
+        wgmma_fence();  // accumulator registers are about to be read and written asynchronously
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
+        wgmma_commit();
+        // Keep this k-block's wgmmas in flight; the previous one's are now complete.
+        wgmma_wait<1>();
+
+        // ---- load: release k-block it-1's buffer to the producer(s) -----------------------------
+        if (kt > kt0) release(empty_bar + 8 * ((it - 1) % STAGES));
+      }
+      wgmma_wait<0>();
+      release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
+
+      // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
+      // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns
+      // 8j + 2t and 8j + 2t + 1: acc[4j..4j+1] (row g), acc[4j+2..4j+3] (row g+8).
+      const int warp_in_group = (threadIdx.x % 128) / 32;
+      const int g = lane / 4, t = lane % 4, row = block_m + wg * 64 + warp_in_group * 16 + g;
+#if PARTIAL
+      {
+        // Split K: this unit's fp32 partial tile goes to its slice of the workspace (rows and
+        // columns past C are skipped; ldw is even, so a float2 at an even column always fits).
+        float* slice = ws + (size_t)split * M * ldw;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int col = block_n + 8 * j + 2 * t;
+          if (col < N) {
+            if (row < M) *reinterpret_cast<float2*>(slice + (size_t)row * ldw + col) = make_float2(acc[4 * j], acc[4 * j + 1]);
+            if (row + 8 < M) *reinterpret_cast<float2*>(slice + (size_t)(row + 8) * ldw + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+          }
+        }
+      }
+#else
+      // ---- fused epilogue: alpha, bias and the activation on the fp32 accumulators, in place ----
+#if BIAS_BYTES
+      // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
+      // before it is overwritten, and all of it is written before anyone reads (second).
+      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
+#pragma unroll
+      for (int i = 0; i < BIAS_PER_THREAD; ++i)
+        if (consumer_tid + i * CONSUMER_THREADS < BN)
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_reg[i]) : "memory");
+      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
+#endif
+#if TMA_STORE
+      {
+        // Staging: per pass, EPI_COLS columns as EPI_COLS/64 boxes of 64 rows x 128 bytes in the
+        // TMA 128B swizzle (16-byte chunk c of row r sits at chunk c ^ (r % 8)): conflict-free
+        // 4-byte stores here, and the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads.
+        const unsigned epi = epi_base + wg * EPI_WG_BYTES;
+        const bool leader = (threadIdx.x % 128) == 0;
+#pragma unroll
+        for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
+          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
+          if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
+          named_bar_sync(1 + wg, 128);
+#if STMATRIX
+          // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
+          // each (the accumulator's own layout) and gives the address of row l%8 of matrix l/8.
+          // Matrices: (rows 0-7, chunk jj), (rows 8-15, jj), (rows 0-7, jj+1), (rows 8-15, jj+1).
+          const int mat = lane / 8, mrow = warp_in_group * 16 + (mat % 2) * 8 + lane % 8;
+#pragma unroll
+          for (int jj = 0; jj < EPI_COLS / 8; jj += 2) {
+            const int j = pass * (EPI_COLS / 8) + jj;
+            const int cj = jj + mat / 2;  // this lane's address: chunk cj of row mrow
+            const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;
+            __half2 h0 = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+            __half2 h1 = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+            __half2 h2 = __floats2half2_rn(acc[4 * j + 4], acc[4 * j + 5]);
+            __half2 h3 = __floats2half2_rn(acc[4 * j + 6], acc[4 * j + 7]);
+            asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                         ::"r"(addr), "r"(*reinterpret_cast<unsigned*>(&h0)), "r"(*reinterpret_cast<unsigned*>(&h1)),
+                         "r"(*reinterpret_cast<unsigned*>(&h2)), "r"(*reinterpret_cast<unsigned*>(&h3)) : "memory");
+          }
+#else
+          const int r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
+#pragma unroll
+          for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+            const int j = pass * (EPI_COLS / 8) + jj;
+            const unsigned box = epi + (jj / 8) * EPI_BOX_BYTES, chunk = ((jj % 8) ^ g) * 16 + 4 * t;
+            __half2 lo = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+            __half2 hi = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&lo)));
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&hi)));
+          }
+#endif
+          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> TMA reads
+          named_bar_sync(1 + wg, 128);
+          if (leader) {
+#pragma unroll
+            for (int b = 0; b < EPI_COLS / 64; ++b)
+              tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, block_n + pass * EPI_COLS + b * 64, block_m + wg * 64);
+            tma_store_commit();  // the box is clipped at C's edge: rows >= M, columns >= N are not written
+          }
+        }
+      }
+#else
+      // Direct stores (TMA_STORE=0: C has no tensor map, N % 8 != 0 or a misaligned out): any N,
+      // any 2-byte aligned C. Per pass of 64 columns the warpgroup stages its 64 rows in shared
+      // memory, then each warp writes 16 whole rows back, 32 lanes on 64 consecutive columns
+      // (coalesced: 128 contiguous bytes per warp store, not 8 rows x 8 bytes from registers).
+      // A lane stores its two columns as one half2 where the address is 4-byte aligned (per row:
+      // the columns start even, so it is row * N's parity and C's base), else as two halves.
+      const unsigned stage = epi_base + wg * DIRECT_WG_BYTES;
+      const int r = warp_in_group * 16 + g;  // this thread's rows r and r + 8 of the warpgroup's 64
+#pragma unroll
+      for (int pass = 0; pass < BN / DIRECT_COLS; ++pass) {
+        named_bar_sync(1 + wg, 128);  // the previous pass's rows have been read back
+#pragma unroll
+        for (int jj = 0; jj < DIRECT_COLS / 8; ++jj) {
+          const int j = pass * (DIRECT_COLS / 8) + jj;
+          fuse<1>(acc, j, bias_base, alpha, t);  // chunk by chunk: few live temporaries
+          __half2 lo = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
+          __half2 hi = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
+          const unsigned at = stage + r * DIRECT_PITCH + (8 * jj + 2 * t) * 2;
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(*reinterpret_cast<unsigned*>(&lo)) : "memory");
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + 8 * DIRECT_PITCH), "r"(*reinterpret_cast<unsigned*>(&hi)) : "memory");
+        }
+        named_bar_sync(1 + wg, 128);
+        const int gcol = block_n + pass * DIRECT_COLS + 2 * lane;
+#pragma unroll 4
+        for (int rr = 0; rr < 16; ++rr) {
+          const int lr = warp_in_group * 16 + rr, grow = block_m + wg * 64 + lr;
+          if (grow >= M || gcol >= N) continue;
+          unsigned bits;
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(bits) : "r"(stage + lr * DIRECT_PITCH + 4 * lane) : "memory");
+          const __half2 v = *reinterpret_cast<__half2*>(&bits);
+          __half* dst = C + (size_t)grow * N + gcol;
+          if (gcol + 1 < N && (reinterpret_cast<size_t>(dst) & 3) == 0) {
+            *reinterpret_cast<__half2*>(dst) = v;
+          } else {
+            dst[0] = __low2half(v);
+            if (gcol + 1 < N) dst[1] = __high2half(v);
+          }
+        }
+      }
+#endif  // TMA_STORE
+#endif  // PARTIAL
+    }
+#if TMA_STORE && !PARTIAL
+    if ((threadIdx.x % 128) == 0) tma_store_wait_all();  // shared memory must outlive the last store
+#endif
+  }
+#if CLUSTER_M > 1
+  cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
+#endif
+}
+
+
+// ---- split-K: sum the partial tiles in split order (a fixed order: bitwise repeatable), then
+// the same epilogue as the main kernel, one fp16 store per element ----------------------------------
+extern "C" __global__ void __launch_bounds__(256)
+gemm_v5_fused_epilogue_reduce(const float* __restrict__ ws, int splits, int M, int N, int ldw,
+                              __half* __restrict__ C, const void* __restrict__ bias, float alpha) {
+  const size_t total = (size_t)M * N;
+  for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total; idx += (size_t)gridDim.x * blockDim.x) {
+    const int row = idx / N, col = idx % N;
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += ws[((size_t)s * M + row) * ldw + col];
+    C[idx] = __float2half_rn(fuse_one(sum, bias, alpha, col, N));
+  }
+}

@@ -1,0 +1,171 @@
+"""v5_fused_epilogue: the shape rule and the call plan without a GPU; on an H200, every store path
+(TMA, direct, split-K partials), the padded copy, misaligned views, every epilogue, determinism,
+and torch's F.linear beside it on torch tensors without a copy."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import stages
+import stages.v5_fused_epilogue as v5
+from stages.core import contract, gpu
+from stages.core.stage import Call, cdiv
+from stages.tools import verify
+
+V5 = stages.get("v5_fused_epilogue")
+SMS = gpu.REFERENCE_DEVICE.sm_count
+SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
+
+
+# ---- the shape rule (README "The shape rule"), no GPU --------------------------------------------
+@pytest.mark.parametrize("shape, expect", [
+    ((4096, 4096, 4096), (128, 256, 4, 1)),
+    ((8192, 8192, 8192), (128, 256, 4, 1)),
+    ((4096, 14336, 4096), (128, 256, 4, 1)),
+    ((4095, 4097, 4104), (128, 256, 4, 1)),
+    ((128, 14336, 4096), (128, 128, 6, 1)),
+    ((1000, 1000, 1000), (128, 128, 6, 1)),
+    ((16, 14336, 4096), (64, 128, 8, 1)),
+    ((1, 4096, 4096), (64, 128, 8, 8)),
+    ((1, 7, 13), (64, 128, 8, 1)),
+])
+def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
+    assert v5.shape_config(*shape, V5.defines, SMS) == expect
+
+
+@pytest.mark.parametrize("m", [1, 2, 17, 64, 65, 128, 1000, 4096])
+@pytest.mark.parametrize("n", [1, 7, 128, 1000, 4097, 14336])
+@pytest.mark.parametrize("k", [1, 13, 64, 65, 1000, 4104, 16384])
+def test_every_choice_builds_and_leaves_no_split_empty(m, n, k):
+    bm, bn, stages_, splits = v5.shape_config(m, n, k, V5.defines, SMS)
+    assert v5.TILES[(bm, bn)] == stages_
+    nkt = cdiv(k, 64)
+    kps = cdiv(nkt, splits)
+    assert 1 <= splits <= nkt and (splits - 1) * kps < nkt, "every split has at least one k-block"
+    # what kernel.cu's gemm_smem_bytes adds up to for the largest epilogue of this tile
+    smem = stages_ * (bm + bn) * 64 * 2 + (bm // 64) * 64 * 128 * 2 + bn * 4 + 1024 + 16 * stages_
+    assert smem <= SMEM_MAX
+
+
+def test_the_tiles_fit_in_shared_memory_as_compiled():
+    """The ring depths in TILES against the kernel's own gemm_smem_bytes (compiled, no GPU)."""
+    for (bm, bn), depth in v5.TILES.items():
+        for extra in ({"TMA_STORE": 1, "BIAS": 2},):  # the largest: TMA staging > direct staging
+            compiled = V5.compile("sm_90a", {"BM": bm, "BN": bn, "STAGES": depth, **extra})
+            assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn, extra)
+
+
+class _Arr:
+    def __init__(self, ptr):
+        self.data = type("D", (), {"ptr": ptr})()
+
+
+@pytest.mark.parametrize("n, out_ptr, tma", [(4096, 0x1000, 1), (4097, 0x1000, 0), (1000, 0x1000, 1),
+                                            (1002, 0x1000, 0), (4096, 0x1002, 0)])
+def test_c_goes_through_tma_only_where_a_tensor_map_can_describe_it(n, out_ptr, tma):
+    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(out_ptr), 4096, n, 4096, V5.defines,
+                gpu.REFERENCE_DEVICE, contract.PLAIN)
+    assert v5.defines_for(call)["TMA_STORE"] == tma
+
+
+def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
+    call = Call(_Arr(0), _Arr(0), _Arr(0), 4096, 4096, 4096, V5.defines, gpu.REFERENCE_DEVICE, contract.PLAIN)
+    d = v5.defines_for(call)
+    assert (d["ACT"], d["BIAS"], d["PARTIAL"]) == (0, 0, 0)
+    bias = type("B", (), {"dtype": np.dtype(np.float32)})()
+    call.epilogue = contract.Epilogue(bias, 0.5, "gelu_tanh")
+    d = v5.defines_for(call)
+    assert (d["ACT"], d["BIAS"]) == (v5.ACT_CODE["gelu_tanh"], 2)
+
+
+def test_v5_refuses_the_switches_it_does_not_combine():
+    with pytest.raises(ValueError, match="CLUSTER_M == 1"):
+        V5.variant(CLUSTER_M=2)
+    with pytest.raises(ValueError, match="BM 64 or 128"):
+        V5.variant(BM=256)
+
+
+# ---- on an H200 ------------------------------------------------------------------------------------
+ODD = [(1, 7, 13), (3, 1000, 4104), (17, 4097, 1), (129, 7, 4104), (1000, 1000, 1000), (1, 4096, 4096),
+       (130, 300, 200), (65, 129, 72)]
+
+
+@pytest.mark.hopper
+@pytest.mark.parametrize("case", list(verify.EPILOGUE_CASES))
+def test_every_epilogue_on_odd_shapes(case, runnable):
+    st = runnable("v5_fused_epilogue")
+    bad = verify.failures(verify.sweep(st, ODD, **verify.EPILOGUE_CASES[case]))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
+def test_every_path_is_taken_and_right(runnable):
+    """Each path named in the README, forced by shape or layout: TMA store, direct store (odd N,
+    misaligned out), split-K partials + reduction, the padded copy (K % 8, misaligned a)."""
+    st = runnable("v5_fused_epilogue")
+    cp = gpu.cupy()
+    for m, n, k in [(256, 512, 192), (100, 101, 96), (1, 4096, 4096), (33, 300, 13)]:
+        a, b = verify.random_operands(m, n, k, 7 + m, cp)
+        bias = cp.random.default_rng(m).standard_normal(n, dtype=cp.float32)
+        # views one element into bigger buffers: 2-byte aligned, not 16
+        a_buf = cp.empty(m * k + 1, cp.float16)
+        a_off = a_buf[1:].reshape(m, k)
+        a_off[...] = a
+        out_buf = cp.full(m * n + 1, np.nan, cp.float16)
+        out_off = out_buf[1:].reshape(m, n)
+        epi = contract.Epilogue(bias, 0.5, "silu")
+        ref, mag = verify.reference(a, b, cp, epi)
+        for aa, out in ((a, cp.empty((m, n), cp.float16)), (a_off, out_off)):
+            st.gemm(aa, b, out=out, bias=bias, alpha=0.5, activation="silu")
+            chk = verify.judge_output(verify.Check(st.name, m, n, k, 0), out, ref, mag, cp)
+            assert chk.passed, (m, n, k, aa is a_off, chk.reason)
+        assert bool(cp.isnan(out_buf[:1]).all()), "nothing written before the view"
+
+
+@pytest.mark.hopper
+def test_split_k_is_bitwise_repeatable(runnable):
+    st = runnable("v5_fused_epilogue")
+    cp = gpu.cupy()
+    m, n, k = 1, 4096, 4096
+    assert v5.shape_config(m, n, k, st.defines, gpu.current().sm_count)[3] > 1
+    a, b = verify.random_operands(m, n, k, 11, cp)
+    first = st.gemm(a, b, activation="gelu")
+    for _ in range(20):
+        again = st.gemm(a, b, activation="gelu")
+        assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all())
+
+
+@pytest.mark.hopper
+@pytest.mark.parametrize("activation", [None, "gelu", "gelu_tanh"])
+def test_torch_linear_replaced_without_a_copy(activation, runnable):
+    """The README's torch example: y = act(F.linear(x, W, b)) by v5 on torch tensors, written
+    into a torch tensor, compared with float64 torch."""
+    st = runnable("v5_fused_epilogue")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    F = torch.nn.functional
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(77, 520, device="cuda", generator=gen).half()
+    W = torch.randn(300, 520, device="cuda", generator=gen).half()
+    bias = torch.randn(300, device="cuda", generator=gen).half()
+    y = torch.empty(77, 300, device="cuda", dtype=torch.float16)
+    ptr = y.data_ptr()
+    st.gemm(x, W, out=y, bias=bias, activation=activation)
+    torch.cuda.synchronize()
+    assert y.data_ptr() == ptr
+    ref = F.linear(x.double(), W.double(), bias.double())
+    if activation:
+        ref = F.gelu(ref, approximate="tanh" if activation == "gelu_tanh" else "none")
+    err = (y.double() - ref).abs()
+    bound = 2 * 2.0**-11 * ref.abs() + verify.ACC_EPS * verify.ACT_SLOPE * (
+        x.double().abs() @ W.double().abs().T + bias.double().abs()) + 2.0**-24
+    assert bool((err <= bound).all()), float((err / bound).max())
+    # and torch's own fp16 path agrees to fp16 rounding
+    torch_y = F.linear(x, W, bias)
+    if activation:
+        torch_y = F.gelu(torch_y, approximate="tanh" if activation == "gelu_tanh" else "none")
+    assert float((torch_y.double() - y.double()).abs().max()) <= 4 * 2.0**-11 * float(ref.abs().max()) + 1e-3
