@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Issues 12-13 on the lent H200, one call (<= ~9.5 minutes), never hangs: every step runs under
+# `timeout`, and a step that would start past the budget is skipped (and says so). Logs and JSON
+# go to $OUT.  Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v5_device.sh STEP...
+#   v5-verify   the quick checklist and the issue's odd shapes, every epilogue case
+#   v5-memcheck memcheck/racecheck/synccheck of v5 on odd shapes
+#   v4-tune     v4's new switches (stmatrix, per-warpgroup release) at the three shapes
+#   v5-shapes   the shape rule's choice against v4, a few tiles and cuBLAS; fused epilogues vs torch
+#   v5-shapes-full  every tile and split
+#   v5-fused    bench --epilogue: v5's fused epilogues beside torch's and cuBLAS + CuPy
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/v5-out}
+BUDGET=${BUDGET_S:-560}
+mkdir -p "$OUT"
+LOG="$OUT/v5_device.log"
+T0=$(date +%s)
+run() {
+  local name=$1 limit=$2; shift 2
+  local left=$(( BUDGET - ($(date +%s) - T0) ))
+  if (( left < 15 )); then echo "===== $name: SKIPPED (budget spent)" | tee -a "$LOG"; return; fi
+  (( limit > left )) && limit=$left
+  local t=$(date +%s)
+  echo "===== $name: $*" >>"$LOG"
+  timeout --kill-after=5 "$limit" "$@" >>"$LOG" 2>&1
+  echo "===== $name rc=$? $(( $(date +%s) - t ))s" | tee -a "$LOG"
+}
+ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
+for step in "$@"; do
+  case $step in
+    v5-verify)
+      run v5-verify-quick 200 python3 -m stages verify v5_fused_epilogue --quick --epilogue all
+      run v5-verify-odd 150 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all ;;
+    v5-memcheck)
+      for tool in memcheck racecheck synccheck; do
+        extra=""; [ $tool = memcheck ] && extra="--report-api-errors no"
+        run v5-$tool 120 compute-sanitizer --tool $tool $extra --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 17x7x13 --shape 129x300x200 --shape 1x4097x264 --shape 300x520x4104
+      done ;;
+    v4-tune)
+      run v4-tune 240 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STMATRIX=0 --variant EMPTY_ARRIVE=1 --variant STMATRIX=0,EMPTY_ARRIVE=1 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4.json" ;;
+    v5-shapes)
+      run v5-shapes 400 python3 scripts/v5_shapes.py --out "$OUT" ;;
+    v5-shapes-full)
+      run v5-shapes-full 400 python3 scripts/v5_shapes.py --full --out "$OUT" ;;
+    v5-fused)
+      run v5-fused 240 python3 -m stages bench v5_fused_epilogue v4_swizzle_pipeline --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --shape 4096x4096x4096 --shape 8192x8192x8192 --out "$OUT/fused.json" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+grep -E "^=====|FAIL|passed|Error|error" "$LOG" | tail -n 60
