@@ -223,7 +223,8 @@ def by_size(recs: list[dict], ax=None, gpu_substring: str = "H200"):
 # notebook shows those from the records and the sources itself.
 PARTS = ("setup", "load", "compute", "epilogue")
 BANNER_PART = {"load": "load", "tma": "load", "mbarrier": "load", "producer": "load",
-               "compute": "compute", "wgmma": "compute", "mma": "compute", "epilogue": "epilogue"}
+               "compute": "compute", "wgmma": "compute", "mma": "compute", "epilogue": "epilogue",
+               "fused": "epilogue"}
 ANCHORS = ("idea", *PARTS, "diff", "inspect", "knob", "measured", "why", "end")
 HEADING_ANCHOR = (("inspect", "inspect"), ("measured", "measured"), ("ablation", "why"),
                   ("verification", "measured"), ("open question", "end"), ("shared-memory budget", "inspect"))
