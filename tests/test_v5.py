@@ -63,12 +63,15 @@ class _Arr:
         self.data = type("D", (), {"ptr": ptr})()
 
 
-@pytest.mark.parametrize("n, out_ptr, tma", [(4096, 0x1000, 1), (4097, 0x1000, 0), (1000, 0x1000, 1),
-                                            (1002, 0x1000, 0), (4096, 0x1002, 0)])
-def test_c_goes_through_tma_only_where_a_tensor_map_can_describe_it(n, out_ptr, tma):
-    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(out_ptr), 4096, n, 4096, V5.defines,
+@pytest.mark.parametrize("m, n, out_ptr, path", [
+    (4096, 4096, 0x1000, "tma"), (1000, 1000, 0x1000, "tma"), (100, 4097, 0x1000, "direct"),
+    (100, 1002, 0x1000, "direct"), (100, 4096, 0x1002, "direct"), (4096, 4097, 0x1000, "padded"),
+    (4096, 4096, 0x1002, "padded")])
+def test_c_goes_through_tma_where_a_tensor_map_can_describe_it_or_a_padded_copy(m, n, out_ptr, path):
+    assert v5.c_path(m, n, out_ptr) == path
+    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(out_ptr), m, n, 4096, V5.defines,
                 gpu.REFERENCE_DEVICE, contract.PLAIN)
-    assert v5.defines_for(call)["TMA_STORE"] == tma
+    assert v5.defines_for(call)["TMA_STORE"] == (path != "direct")
 
 
 def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
@@ -104,10 +107,11 @@ def test_every_epilogue_on_odd_shapes(case, runnable):
 @pytest.mark.hopper
 def test_every_path_is_taken_and_right(runnable):
     """Each path named in the README, forced by shape or layout: TMA store, direct store (odd N,
-    misaligned out), split-K partials + reduction, the padded copy (K % 8, misaligned a)."""
+    misaligned out, small C), TMA into a padded C then a copy (700 x 1001), split-K partials +
+    reduction, the padded copy of A and B (K % 8, misaligned a)."""
     st = runnable("v5_fused_epilogue")
     cp = gpu.cupy()
-    for m, n, k in [(256, 512, 192), (100, 101, 96), (1, 4096, 4096), (33, 300, 13)]:
+    for m, n, k in [(256, 512, 192), (100, 101, 96), (1, 4096, 4096), (33, 300, 13), (700, 1001, 72)]:
         a, b = verify.random_operands(m, n, k, 7 + m, cp)
         bias = cp.random.default_rng(m).standard_normal(n, dtype=cp.float32)
         # views one element into bigger buffers: 2-byte aligned, not 16
