@@ -8,22 +8,17 @@ import stages
 from stages.core import gpu
 from stages.tools import inspect as static
 from stages.tools import plots, records
-from stages.v5_fused_epilogue import shape_config
+from stages.v5_fused_epilogue import TILES, shape_config
 
 NAME = "v5_fused_epilogue"
 
-# The tile sweep as an ablation (`python -m stages tune v5_fused_epilogue --variant default
-# --variant AUTO=0,BM=128,BN=256,STAGES=4 ...`, README "The shape rule"): overrides -> row name.
-LADDER = {
-    "default": "shape rule (shipped, AUTO=1)",
-    "AUTO=0,BM=128,BN=256,STAGES=4": "128 × 256 tile, 4 stages",
-    "AUTO=0,BM=128,BN=128,STAGES=6": "128 × 128 tile, 6 stages",
-    "AUTO=0,BM=64,BN=256,STAGES=5": "64 × 256 tile, 5 stages",
-    "AUTO=0,BM=64,BN=128,STAGES=8": "64 × 128 tile, 8 stages",
-    "AUTO=0,BM=64,BN=128,STAGES=8,SPLIT_K=2": "64 × 128, K split in 2",
-    "AUTO=0,BM=64,BN=128,STAGES=8,SPLIT_K=8": "64 × 128, K split in 8",
-    "STMATRIX=0": "4-byte st.shared staging instead of stmatrix",
-}
+# The tile and split sweep (scripts/v5_shapes.py: tune records of variants AUTO=0,BM=..,BN=..,
+# STAGES=..,SPLIT_K=..; README "Ablation"): a variant's overrides -> its row name.
+LADDER = {"default": "shape rule (shipped, AUTO=1)",
+          **{f"AUTO=0,BM={bm},BN={bn},STAGES={depth},SPLIT_K={s}":
+             f"{bm} × {bn} tile, {depth} stages" + (f", K split in {s}" if s > 1 else "")
+             for (bm, bn), depth in TILES.items() for s in (1, 2, 4, 8)},
+          "STMATRIX=0": "4-byte st.shared staging instead of stmatrix"}
 
 # The rows of the "why" figure: what a torch user has for y = act(x @ W.T + bias).
 FUSED_ROWS = {
@@ -136,9 +131,10 @@ def plot(recs: list[dict], ax=None, gpu_substring: str = "H200"):
     cuBLASLt's own fused bias+GELU-tanh (that epilogue only) and cuBLAS followed by one CuPy
     elementwise kernel, each divided by plain cuBLAS's time at that shape in the same run (the
     dashed line: a GEMM with no epilogue at all); each bar is labelled with its milliseconds."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(11, 5))
     rec = records.latest_fused(recs, gpu_substring)
+    if ax is None:
+        n_groups = len({(e["m"], e["n"], e["k"], e.get("epilogue")) for e in (rec or {}).get("results", [])})
+        _, ax = plt.subplots(figsize=(max(11, 1.3 * n_groups), 5))
     title = "A Linear layer: the fused epilogue against torch and cuBLAS (one run)"
     if rec is None:
         ax.text(0.5, 0.5, "no published fused-epilogue record yet\n"
@@ -160,17 +156,23 @@ def plot(recs: list[dict], ax=None, gpu_substring: str = "H200"):
             continue
         ax.bar([p[0] for p in pts], [p[1] for p in pts], width, color=ROW_COLORS[i], label=label)
         for x, r, t in pts:
-            ax.annotate(f"{t:.3f}", (x, r), ha="center", va="bottom", fontsize=7, rotation=90,
+            ax.annotate(f"{t:.3f}", (x, r), ha="center", va="bottom", fontsize=6.5, rotation=90,
                         textcoords="offset points", xytext=(0, 2))
         ratios += [p[1] for p in pts]
     ax.axhline(1.0, color=plots.CUBLAS_COLOR, ls="--", lw=1, label="plain cuBLAS, no epilogue (same run)")
-    ax.set_xticks(range(len(groups)), [f"{m}×{n}×{k}\n{spec}\n(cuBLAS {plain[(m, n, k)]:.3f} ms)"
-                                       for m, n, k, spec in groups], fontsize=8)
+    ax.set_xticks(range(len(groups)), [g[3] for g in groups], fontsize=8)
+    for shape in dict.fromkeys(g[:3] for g in groups):  # one label per shape, under its groups
+        xs = [x for x, g in enumerate(groups) if g[:3] == shape]
+        ax.annotate(f"{'×'.join(map(str, shape))} (plain cuBLAS {plain[shape]:.3f} ms)",
+                    ((xs[0] + xs[-1]) / 2, 0), xycoords=("data", "axes fraction"), xytext=(0, -24),
+                    textcoords="offset points", ha="center", va="top", fontsize=9)
+        if xs[0] > 0:
+            ax.axvline(xs[0] - 0.5, color="#9e9e9e", lw=0.8)
     if ratios:
         ax.set_ylim(min(0.9, min(ratios) * 0.97), max(ratios) * 1.12)
     ax.set_ylabel("time ÷ plain cuBLAS time (zoomed; bar labels: ms)")
     g = rec["env"]["gpu"]["name"]
     ax.set_title(f"{title}: {g}, {rec['env']['date'][:10]}")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     ax.grid(True, axis="y", alpha=0.25)
     return ax
