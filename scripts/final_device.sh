@@ -11,6 +11,7 @@ OUT=${OUT:-/tmp/final-out}
 BUDGET=${BUDGET_S:-560}
 mkdir -p "$OUT" results/tuning
 LOG="$OUT/final.log"
+LOGS=$(mktemp -d)   # per-step logs and JSON, returned as one tarball (the device returns few files)
 T0=$(date +%s)
 run() {
   local name=$1 limit=$2; shift 2
@@ -19,18 +20,19 @@ run() {
   (( limit > left )) && limit=$left
   local t=$(date +%s)
   echo "===== $name: $*" >>"$LOG"
-  timeout --kill-after=5 "$limit" "$@" > "$OUT/$name.log" 2>&1
+  timeout --kill-after=5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
   echo "===== $name rc=$? $(( $(date +%s) - t ))s" | tee -a "$LOG"
-  tail -n 4 "$OUT/$name.log" >> "$LOG"
+  tail -n 4 "$LOGS/$name.log" >> "$LOG"
 }
 STAMP=$(mktemp); touch "$STAMP"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 case ${1:-} in
   correctness)
+    run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"   # alone on the GPU: it times
     run suite-file 520 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 520 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run stress 540 python3 -m stages stress --publish --budget 500 &
-    run v5-verify-full 400 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run v5-verify-full 470 python3 -m stages verify v5_fused_epilogue --epilogue all &
     wait
     run v5-verify-repeat 100 python3 -m stages verify v5_fused_epilogue --quick --repeat 20
     run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;
@@ -40,9 +42,10 @@ case ${1:-} in
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v4-ablation 170 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run v5-tails 60 python3 scripts/v5_tails.py --out "$OUT"
-    run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$OUT" ;;
+    run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
+    run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$LOGS" ;;
   *) echo "usage: final_device.sh correctness|perf"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
+tar czf "$OUT/logs.tgz" -C "$LOGS" .
 grep -E "^=====|passed|failed" "$LOG" | tail -n 40
