@@ -81,7 +81,8 @@ TAIL_TILES = (16, 32, 64, 128, 256)      # tails: a multiple of one of these, +-
 TAIL_OFFSETS = (-3, -2, -1, 1, 2, 3)
 ODD_BIAS = 0.6                           # chance an even draw is moved to an odd neighbour
 EDGE_SHARE = 0.15                        # chance a large dimension is the largest there is (4096)
-SHAPE_MAX_MACS = 2**32                   # one shape: at most 4.3 G multiply-adds (2048 x 2048 x 1024)
+SHAPE_MAX_MACS = 2**30                   # one shape: at most 1.07 G multiply-adds (1024 x 1024 x 1024);
+# at 2**32 the naive stage's 1,000 shapes did not fit its share of the budget on the H200 (292 did)
 MACS_PER_SHAPE = 2**27                   # all shapes: at most count x 134 M multiply-adds
 BIG_EVERY = 250                          # one shape in 250 (at least one) is large in every dimension
 # Shares of the other shapes; the first kinds take the remainder of the rounding.
@@ -962,7 +963,8 @@ def section_leaks(st, calls: int, seed: int, bar=None) -> dict:
         probe._launch(mm * (1 + i % 32), nm * (1 + (i // 32) % 32), km * (1 + i // 1024), dev, {}, ())
         geo_peak = max(geo_peak, len(probe._launches))
     checks = {
-        "device memory in use back to its level": after["device_bytes_in_use"] == before["device_bytes_in_use"],
+        # no growth: it may drop (an array still referenced before the loop freed meanwhile)
+        "device memory in use back to its level": after["device_bytes_in_use"] <= before["device_bytes_in_use"],
         "memory pool grew by at most two outputs": after["pool_bytes"] <= before["pool_bytes"] + 2 * max_out,
         "no function compiled after the warm-up": after["functions"] == before["functions"],
         "no module loaded after the warm-up": after["modules"] == before["modules"],
@@ -973,7 +975,7 @@ def section_leaks(st, calls: int, seed: int, bar=None) -> dict:
         "calls": calls, "shapes": len(shapes), "input_sets": len(plans), "seconds": round(seconds, 2),
         "before": before, "after": after, "peak": peak, "geometry_peak_over_distinct_shapes": geo_peak,
         "stated_bounds": {
-            "device_bytes_in_use": "equal before and after (every output freed)",
+            "device_bytes_in_use": "no higher after than before (every output freed)",
             "pool_bytes": f"<= before + 2 x the largest output ({2 * max_out} B)",
             "functions": f"= the configurations used ({before['functions']}): one per set of defines",
             "modules": "= cubins loaded (one per configuration and device)",
