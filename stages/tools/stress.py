@@ -344,7 +344,9 @@ def section_random_shapes(st, count: int, seed: int, bar=None, deadline: float |
         total = min(count * MACS_PER_SHAPE, int(rate * max(0.0, deadline - time.monotonic()) / 3))
         u = _units(st.constraints)
         total = max(total, count * u[0] * u[1] * u[2])
-    shapes = random_shapes(st.constraints, count, rng, max_total_macs=total)
+    # the large-in-every-dimension shapes come first and may take at most a tenth of it each
+    per_shape = SHAPE_MAX_MACS if total is None else max(min(SHAPE_MAX_MACS, total // 10), u[0] * u[1] * u[2])
+    shapes = random_shapes(st.constraints, count, rng, max_shape_macs=per_shape, max_total_macs=total)
     combos = epilogue_combos(st.epilogue)
     fails, tried, rel, bound = [], 0, 0.0, 0.0
     per_scale = {s: 0 for s in SCALES}
