@@ -1492,10 +1492,11 @@ def run_stress(stage_names=None, shapes_per_stage: int = 1000, seed: int | None 
             record["results"].append({"stage": st.name, "status": "skipped", "reason": reason})
     job_runner = _Jobs(jobs, deadline, child_env(), progress)
     timeouts = {"sanitizer": SANITIZER_TIMEOUT_S, "child": CHILD_TIMEOUT_S}
-    for st in runnable:
-        _submit_background(job_runner, st, exe, sanitizers, quick, timeouts)
     entries = []
     try:
+        # In-process sections first, alone on the GPU; the sanitizers and child probes after them.
+        # Run at the same time (all submitted up front), the naive stage's shapes ran 10x+ slower
+        # beside compute-sanitizer and got through 153 of 1,000 in its share (H200).
         for i, st in enumerate(runnable):
             entry = _empty_entry(st)
             entries.append(entry)
@@ -1521,7 +1522,9 @@ def run_stress(stage_names=None, shapes_per_stage: int = 1000, seed: int | None 
             if progress:
                 print(f"{st.name}: in-process sections done in {entry['seconds']:.0f} s "
                       f"({entry.get('shapes_tried', 0)} shapes, {entry.get('random_failures', 0)} failed); "
-                      f"(sanitizers and child probes run in the background)", file=sys.stderr, flush=True)
+                      f"(sanitizers and child probes follow)", file=sys.stderr, flush=True)
+        for st in runnable:
+            _submit_background(job_runner, st, exe, sanitizers, quick, timeouts)
         for st, entry in zip(runnable, entries):
             _merge_background(entry, job_runner.results(st.name), sanitizers, exe)
             record["results"].append(_finish(entry))
