@@ -65,13 +65,12 @@ class _Arr:
 
 @pytest.mark.parametrize("m, n, out_ptr, path", [
     (4096, 4096, 0x1000, "tma"), (1000, 1000, 0x1000, "tma"), (100, 4097, 0x1000, "direct"),
-    (100, 1002, 0x1000, "direct"), (100, 4096, 0x1002, "direct"), (4096, 4097, 0x1000, "padded"),
-    (4096, 4096, 0x1002, "padded")])
-def test_c_goes_through_tma_where_a_tensor_map_can_describe_it_or_a_padded_copy(m, n, out_ptr, path):
+    (100, 1002, 0x1000, "direct"), (100, 4096, 0x1002, "direct"), (4096, 4097, 0x1000, "direct")])
+def test_c_goes_through_tma_only_where_a_tensor_map_can_describe_it(m, n, out_ptr, path):
     assert v5.c_path(m, n, out_ptr) == path
     call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(out_ptr), m, n, 4096, V5.defines,
                 gpu.REFERENCE_DEVICE, contract.PLAIN)
-    assert v5.defines_for(call)["TMA_STORE"] == (path != "direct")
+    assert v5.defines_for(call)["TMA_STORE"] == (path == "tma")
 
 
 def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
@@ -107,8 +106,7 @@ def test_every_epilogue_on_odd_shapes(case, runnable):
 @pytest.mark.hopper
 def test_every_path_is_taken_and_right(runnable):
     """Each path named in the README, forced by shape or layout: TMA store, direct store (odd N,
-    misaligned out, small C), TMA into a padded C then a copy (700 x 1001), split-K partials +
-    reduction, the padded copy of A and B (K % 8, misaligned a)."""
+    misaligned out), split-K partials + reduction, the padded copy of A and B (K % 8, misaligned a)."""
     st = runnable("v5_fused_epilogue")
     cp = gpu.cupy()
     for m, n, k in [(256, 512, 192), (100, 101, 96), (1, 4096, 4096), (33, 300, 13), (700, 1001, 72)]:

@@ -18,7 +18,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "AUTO": 1, "SPLIT_K": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
-# (BM x 128 x 2 B) + 1 KiB of alignment slack + barriers must fit the 232,448 B of an H200 block.
+# (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
+# 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 128): 6, (64, 256): 5, (64, 128): 8}
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
@@ -90,19 +91,13 @@ def check_config(c: dict) -> None:
         raise ValueError(f"v5_fused_epilogue cannot build {c}: needs " + "; ".join(broken))
 
 
-# Where C cannot be a tensor map (N % 8 != 0 or a base not 16-byte aligned): a large C is stored
-# by TMA into a padded buffer (N rounded up to 8) and copied into `out` by one CuPy copy; a small
-# one is stored directly from the kernel (coalesced, bounds-checked). Measured at 4095 x 4097 x
-# 4104: direct stores cost ~110 us over the TMA store of the same tiles; the copy of 33.6 MB
-# costs about a fifth of that. Below PAD_C_MIN_ELEMENTS the copy's launch outweighs the gain.
-PAD_C_MIN_ELEMENTS = 1 << 19
-
-
+# Where C cannot be a tensor map (N % 8 != 0 or a base not 16-byte aligned) the kernel stores C
+# itself (coalesced, bounds-checked). A TMA store into a padded copy of C plus one CuPy copy into
+# `out` was measured slower at 4095 x 4097 x 4104: 0.409 ms against 0.338 ms
+# (results/probes/20261130T102800 and T101848-nvidia-h200-v5-tails.json).
 def c_path(m: int, n: int, out_ptr: int) -> str:
-    """"tma" (C is a tensor map), "padded" (TMA into a padded copy, then copied), or "direct"."""
-    if n % 8 == 0 and out_ptr % 16 == 0:
-        return "tma"
-    return "padded" if m * n >= PAD_C_MIN_ELEMENTS else "direct"
+    """"tma" (C is a tensor map) or "direct" (the kernel stores C with bounds checks)."""
+    return "tma" if n % 8 == 0 and out_ptr % 16 == 0 else "direct"
 
 
 def defines_for(call: Call) -> dict:
@@ -130,7 +125,7 @@ def _copy_into(dst, src, k: int) -> None:
 
 
 def plan(call: Call, kernels) -> list:
-    """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction | copy C out]."""
+    """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction]."""
     cp = gpu.cupy()
     m, n, k, epi = call.m, call.n, call.k, call.epilogue
     bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev.sm_count)
@@ -144,21 +139,14 @@ def plan(call: Call, kernels) -> list:
         steps += [functools.partial(_copy_into, a_pad, a, k), functools.partial(_copy_into, b_pad, b, k)]
         a, b = a_pad, b_pad
     tma_c = call.cfg["TMA_STORE"] and not call.cfg["PARTIAL"]
-    c_run = call.out
-    if tma_c and c_path(m, n, call.out.data.ptr) == "padded":
-        # rows padded to a multiple of 8 columns (16 bytes): the kernel's TMA store writes here
-        # (columns n.. of the last tiles hold act(bias = 0 + 0), never read), then one copy to out
-        c_run = cp.empty((m, cdiv(n, 8) * 8), cp.float16)
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2
     ws = cp.empty((splits, m, ldw), cp.float32) if splits > 1 else _NULL
     args = (tma.tensor_map(a, bm, 64), tma.tensor_map(b, bn, 64),
-            tma.tensor_map(c_run, 64, 64) if tma_c else _NO_MAP, c_run,
+            tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw))
     steps.append(kernels.launcher(args=args))
-    if c_run is not call.out:
-        steps.append(functools.partial(_copy_into, call.out, c_run[:, :n], n))
     if splits > 1:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher(

@@ -8,8 +8,9 @@
 //             and the bias type are -D defines (ACT, BIAS), alpha a kernel argument.
 //             tails: tile counts and k-blocks round up; TMA zero-fills the parts of a box past
 //             the edge of A or B (so they add nothing) and clips the C store box at the edge.
-//             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the epilogue stores
-//             from registers with a bounds check instead (TMA_STORE=0, chosen per call).
+//             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the kernel stores C
+//             itself (TMA_STORE=0, chosen per call): staged per 64 columns in shared memory,
+//             then written back row by row, coalesced and bounds-checked.
 //             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 128 or 256, chosen
 //             per shape on the host; `splits` > 1 divides the k-blocks of every tile among
 //             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
@@ -40,7 +41,8 @@
 #define PARTIAL 0       // 1: split K, write fp32 partial tiles (the reduce kernel finishes them)
 #endif
 
-// ---- roles and register budgets (setmaxnreg: 40 x 128 + 232 x 256 = 64,512 <= 65,536) -------
+// ---- roles and register budgets (setmaxnreg, BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
+// BM 64: 40 x 128 + 232 x 128 = 34,816) --------------------------------------------------------
 #define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
 #define PRODUCER_REGS 40
@@ -221,8 +223,8 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 }
 
 // ---- epilogue math: y = act(alpha * acc + bias), in fp32 --------------------------------------
-// ACT and BIAS are -D defines (one compiled kernel per epilogue; the plain GEMM carries no
-// epilogue code at all); alpha is a kernel argument. ACT: 0 none, 1 relu, 2 gelu (erf form,
+// ACT and BIAS are -D defines (one compiled kernel per epilogue; the plain GEMM carries only an
+// alpha multiply, taken when alpha != 1); alpha is a kernel argument. ACT: 0 none, 1 relu, 2 gelu (erf form,
 // torch's default), 3 gelu_tanh, 4 silu. BIAS: 0 none, 1 fp16, 2 fp32 (one value per column).
 // gelu keeps CUDA's erff (an erfc fit with two MUFU ops measured no faster on the H200: bias+gelu
 // 0.2005 ms against erff's 0.198 ms at 4096^3, records results/20261130T101553 and T100606); the
@@ -457,7 +459,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       if (lane == 0) mbar_arrive(ebar);
 #endif
     };
+#if BIAS_BYTES
     const int consumer_tid = threadIdx.x - 128;  // 0 .. CONSUMER_THREADS - 1
+#endif
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
     for (int unit = first_unit; unit < num_units; unit += unit_step) {
@@ -500,9 +504,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns
       // 8j + 2t and 8j + 2t + 1: acc[4j..4j+1] (row g), acc[4j+2..4j+3] (row g+8).
       const int warp_in_group = (threadIdx.x % 128) / 32;
-      const int g = lane / 4, t = lane % 4, row = block_m + wg * 64 + warp_in_group * 16 + g;
+      [[maybe_unused]] const int g = lane / 4;  // (the stmatrix path addresses by lane instead)
+      const int t = lane % 4;
 #if PARTIAL
       {
+        const int row = block_m + wg * 64 + warp_in_group * 16 + g;
         // Split K: this unit's fp32 partial tile goes to its slice of the workspace (rows and
         // columns past C are skipped; ldw is even, so a float2 at an even column always fits).
         float* slice = ws + (size_t)split * M * ldw;
