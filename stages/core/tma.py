@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import functools
+import threading
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from .gpu import device_of
 
 _MAX_ENTRIES = 256
 _cache: collections.OrderedDict = collections.OrderedDict()
+_lock = threading.Lock()  # two host threads: a lookup must not race another thread's eviction
 stats = {"encoded": 0, "hits": 0}
 
 
@@ -45,11 +47,12 @@ def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> n
     """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements."""
     rows, cols = arr.shape
     key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes)
-    hit = _cache.get(key)
-    if hit is not None:
-        _cache.move_to_end(key)
-        stats["hits"] += 1
-        return hit
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            stats["hits"] += 1
+            return hit
     drv = _driver()
     swizzle = {0: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
                32: drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
@@ -68,8 +71,9 @@ def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> n
         raise ValueError(f"cuTensorMapEncodeTiled refused a {rows}x{cols} array with box "
                          f"{box_rows}x{box_cols}: {err} (rows must be 16-byte multiples, base 16-byte aligned)")
     value = np.frombuffer(ctypes.string_at(tmap.getPtr(), 128), dtype=np.dtype("V128"))[0]
-    stats["encoded"] += 1
-    _cache[key] = value
-    if len(_cache) > _MAX_ENTRIES:
-        _cache.popitem(last=False)
+    with _lock:
+        stats["encoded"] += 1
+        _cache[key] = value
+        if len(_cache) > _MAX_ENTRIES:
+            _cache.popitem(last=False)
     return value
