@@ -937,6 +937,19 @@ def _snapshot(st, pool, cp) -> dict:
             "modules": compiler._module.cache_info().currsize}
 
 
+def leak_checks(before: dict, after: dict, peak: dict, geo_peak: int, max_out: int) -> dict:
+    """The leak section's verdicts from its snapshots (name -> passed)."""
+    return {
+        # no growth: it may drop (an array still referenced before the loop freed meanwhile)
+        "device memory in use back to its level": after["device_bytes_in_use"] <= before["device_bytes_in_use"],
+        "memory pool grew by at most two outputs": after["pool_bytes"] <= before["pool_bytes"] + 2 * max_out,
+        "no function compiled after the warm-up": after["functions"] == before["functions"],
+        "no module loaded after the warm-up": after["modules"] == before["modules"],
+        f"geometries <= {LAUNCH_CACHE_BOUND}": max(peak["launch_geometries"], geo_peak) <= LAUNCH_CACHE_BOUND,
+        f"tensor maps <= {tma._MAX_ENTRIES}": peak["tensor_maps"] <= tma._MAX_ENTRIES,
+    }
+
+
 def section_leaks(st, calls: int, seed: int, bar=None) -> dict:
     if calls <= 0:
         return {"leak_bounds": {"ok": True, "note": "not run (--leak-calls 0)"}}
@@ -987,15 +1000,7 @@ def section_leaks(st, calls: int, seed: int, bar=None) -> dict:
     for i in range(GEOMETRY_SHAPES):
         probe._launch(mm * (1 + i % 32), nm * (1 + (i // 32) % 32), km * (1 + i // 1024), dev, {}, ())
         geo_peak = max(geo_peak, len(probe._launches))
-    checks = {
-        # no growth: it may drop (an array still referenced before the loop freed meanwhile)
-        "device memory in use back to its level": after["device_bytes_in_use"] <= before["device_bytes_in_use"],
-        "memory pool grew by at most two outputs": after["pool_bytes"] <= before["pool_bytes"] + 2 * max_out,
-        "no function compiled after the warm-up": after["functions"] == before["functions"],
-        "no module loaded after the warm-up": after["modules"] == before["modules"],
-        f"geometries <= {LAUNCH_CACHE_BOUND}": max(peak["launch_geometries"], geo_peak) <= LAUNCH_CACHE_BOUND,
-        f"tensor maps <= {tma._MAX_ENTRIES}": peak["tensor_maps"] <= tma._MAX_ENTRIES,
-    }
+    checks = leak_checks(before, after, peak, geo_peak, max_out)
     bounds = {
         "calls": calls, "shapes": len(shapes), "input_sets": len(plans), "seconds": round(seconds, 2),
         "before": before, "after": after, "peak": peak, "geometry_peak_over_distinct_shapes": geo_peak,
