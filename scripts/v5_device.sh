@@ -4,7 +4,7 @@
 # go to $OUT.  Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v5_device.sh STEP...
 #   v5-verify   the quick checklist and the issue's odd shapes, every epilogue case
 #   v5-memcheck memcheck/racecheck/synccheck of v5 on odd shapes
-#   v4-tune     v4's new switches (stmatrix, per-warpgroup release) at the three shapes
+#   v4-tune     v4's stmatrix switch at the three shapes
 #   v5-shapes   the shape rule's choice against v4, a few tiles and cuBLAS; fused epilogues vs torch
 #   v5-shapes-full  every tile and split
 #   v5-fused    bench --epilogue: v5's fused epilogues beside torch's and cuBLAS + CuPy
@@ -37,7 +37,9 @@ for step in "$@"; do
         run v5-$tool 120 compute-sanitizer --tool $tool $extra --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 17x7x13 --shape 129x300x200 --shape 1x4097x264 --shape 300x520x4104
       done ;;
     v4-tune)
-      run v4-tune 240 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STMATRIX=0 --variant EMPTY_ARRIVE=1 --variant STMATRIX=0,EMPTY_ARRIVE=1 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4.json" ;;
+      # (this session also timed EMPTY_ARRIVE=1, one empty arrival per warpgroup: no faster, and
+      # unsafe, so the switch is gone; results/tuning/20261130T094900-nvidia-h200.json)
+      run v4-tune 240 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STMATRIX=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4.json" ;;
     v5-shapes)
       run v5-shapes 400 python3 scripts/v5_shapes.py --out "$OUT" ;;
     v5-shapes-full)
