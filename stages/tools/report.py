@@ -238,6 +238,7 @@ def write_all(dry_run: bool = False) -> list[Path]:
         targets.append((stages.get(name).folder / "README.md", "ablation", ablation_table(name)))
         targets.append((stages.get(name).folder / "README.md", "profile",
                         profile.profile_table(name, recs, link_prefix="../../")))
+        targets.append((stages.get(name).folder / "README.md", "fused-table", fused_table(recs, "../../")))
     for path, block, body in targets:
         if not path.exists():
             continue
