@@ -83,20 +83,17 @@ class Kernels:
     """The compiled module of one call's configuration, as a stage's `plan` hook sees it:
     `launcher(...)` returns a zero-argument step that enqueues one kernel of that module."""
 
-    __slots__ = ("_stage", "_dev", "_extra", "launch", "arguments")
+    __slots__ = ("_stage", "_dev", "_extra", "launch")
 
-    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch, arguments: tuple):
-        self._stage, self._dev, self._extra, self.launch, self.arguments = stage, dev, extra, launch, arguments
+    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch):
+        self._stage, self._dev, self._extra, self.launch = stage, dev, extra, launch
 
-    def launcher(self, kernel: str | None = None, grid=None, block=None, args=None) -> Callable[[], Any]:
-        """Enqueue `kernel` (default: the stage's entry point, with its launch geometry and
-        `arguments(call)`); another entry point of the same kernel.cu takes its own grid, block
-        and arguments (and no dynamic shared memory unless it defines SMEM_SYMBOL)."""
+    def launcher(self, args: tuple, kernel: str | None = None, grid=None, block=None) -> Callable[[], Any]:
+        """Enqueue `kernel` with `args` (default: the stage's entry point, with its launch
+        geometry); another entry point of the same kernel.cu takes its own grid and block (and no
+        dynamic shared memory: SMEM_SYMBOL sizes the stage's entry point only)."""
         fn, smem = self._stage._function(self._dev, self._extra, kernel)
-        grid = grid or self.launch.grid
-        block = block or self.launch.block
-        args = self.arguments if args is None else args
-        return functools.partial(fn, grid, block, args, shared_mem=smem)
+        return functools.partial(fn, grid or self.launch.grid, block or self.launch.block, args, shared_mem=smem)
 
 
 class HostCall:
@@ -147,7 +144,7 @@ class KernelStage:
     expect_sass: tuple[str, ...] = ()
     # plan(call, kernels) -> steps: a stage whose call is more than one launch of its kernel with
     # `arguments(call)` (padded copies of operands TMA cannot describe, a split-K reduction)
-    # returns the zero-argument steps to enqueue, in order; `kernels.launcher()` makes them.
+    # returns the zero-argument steps to enqueue, in order; `kernels.launcher(args)` makes them.
     plan: Callable[[Call, "Kernels"], list] | None = None
     # (rows, cols) of C whose operands one unit of the program loads once and shares: a block's
     # tile for tiled stages, (1, 1) when nothing is shared. The roofline's traffic model.
@@ -287,7 +284,7 @@ class KernelStage:
         launch = self._launch(m, n, k, dev, extra, key_extra)
         fn, smem = self._function(dev, extra)  # compiled and loaded before anything is allocated
         if self.plan is not None:
-            return Prepared(self.plan(call, Kernels(self, dev, extra, launch, ())), out)
+            return Prepared(self.plan(call, Kernels(self, dev, extra, launch)), out)
         return Prepared((functools.partial(fn, launch.grid, launch.block, self.arguments(call), shared_mem=smem),), out)
 
     def gemm(self, a, b, out=None, *, bias=None, alpha=1.0, activation=None):

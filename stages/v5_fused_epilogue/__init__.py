@@ -138,7 +138,7 @@ def plan(call: Call, kernels) -> list:
         a_pad, b_pad = cp.zeros((m, k_run), cp.float16), cp.zeros((n, k_run), cp.float16)
         steps += [functools.partial(_copy_into, a_pad, a, k), functools.partial(_copy_into, b_pad, b, k)]
         a, b = a_pad, b_pad
-    tma_c = call.cfg["TMA_STORE"] and not call.cfg["PARTIAL"]
+    tma_c = call.cfg["TMA_STORE"]  # defines_for: 1 only where C is a tensor map and K is not split
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2
     ws = cp.empty((splits, m, ldw), cp.float32) if splits > 1 else _NULL
@@ -146,13 +146,12 @@ def plan(call: Call, kernels) -> list:
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw))
-    steps.append(kernels.launcher(args=args))
+    steps.append(kernels.launcher(args))
     if splits > 1:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher(
-            "gemm_v5_fused_epilogue_reduce", grid=(blocks, 1, 1), block=(REDUCE_THREADS, 1, 1),
-            args=(ws, np.int32(splits), np.int32(m), np.int32(n), np.int32(ldw), call.out, bias,
-                  np.float32(epi.alpha))))
+            (ws, np.int32(splits), np.int32(m), np.int32(n), np.int32(ldw), call.out, bias, np.float32(epi.alpha)),
+            "gemm_v5_fused_epilogue_reduce", grid=(blocks, 1, 1), block=(REDUCE_THREADS, 1, 1)))
     return steps
 
 
