@@ -238,17 +238,6 @@ def epilogue_combos(features) -> list[dict]:
             for act, bias, alpha in itertools.product(acts, biases, alphas)]
 
 
-def describe_epilogue(spec: dict) -> str:
-    parts = []
-    if spec.get("alpha", 1.0) != 1.0:
-        parts.append(f"alpha={spec['alpha']:g}")
-    if spec.get("bias"):
-        parts.append(f"bias {spec['bias']}")
-    if spec.get("activation"):
-        parts.append(spec["activation"])
-    return ", ".join(parts)
-
-
 @dataclass
 class Case:
     """One call's inputs on the GPU, its guarded output and what it is judged against."""
@@ -284,7 +273,7 @@ def make_case(m, n, k, seed, scale_a=1.0, scale_b=1.0, epilogue: dict | None = N
         kwargs = {"bias": bias, "alpha": alpha, "activation": act}
     epi = contract.Epilogue(bias, alpha, act) if kwargs else contract.PLAIN
     buf, out = verify.guarded_output(m, n, cp)
-    return Case(m, n, k, seed, a, b, kwargs, epi, buf, out, describe_epilogue(spec))
+    return Case(m, n, k, seed, a, b, kwargs, epi, buf, out, verify.describe_epilogue(epi))
 
 
 def judge_case(st, case: Case, error: str = "") -> verify.Check:

@@ -193,7 +193,8 @@ def judge_output(chk: Check, out, ref, mag, xp, buf=None) -> Check:
     return judge(chk)
 
 
-def _describe(epi: contract.Epilogue) -> str:
+def describe_epilogue(epi: contract.Epilogue) -> str:
+    """"alpha=0.5, bias float32, gelu": how a check's epilogue is named in reports ("" plain)."""
     parts = []
     if epi.alpha != 1.0:
         parts.append(f"alpha={epi.alpha:g}")
@@ -226,7 +227,7 @@ def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=
     if bias is not None or alpha != 1.0 or activation is not None:
         kwargs = {"bias": bias, "alpha": alpha, "activation": activation}
     epi = contract.Epilogue(bias, float(alpha), activation) if kwargs else contract.PLAIN
-    chk.epilogue = _describe(epi)
+    chk.epilogue = describe_epilogue(epi)
     stage.gemm(a, b, out=out, **kwargs)
     if xp is not np:
         xp.cuda.get_current_stream().synchronize()  # a launch or memory fault surfaces here, raised
