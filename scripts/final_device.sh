@@ -12,18 +12,9 @@ BUDGET=${BUDGET_S:-560}
 mkdir -p "$OUT" results/tuning
 LOG="$OUT/final.log"
 LOGS=$(mktemp -d)   # per-step logs and JSON, returned as one tarball (the device returns few files)
+STEP_LOGS=$LOGS
 T0=$(date +%s)
-run() {
-  local name=$1 limit=$2; shift 2
-  local left=$(( BUDGET - ($(date +%s) - T0) ))
-  if (( left < 15 )); then echo "===== $name: SKIPPED (budget spent)" | tee -a "$LOG"; return; fi
-  (( limit > left )) && limit=$left
-  local t=$(date +%s)
-  echo "===== $name: $*" >>"$LOG"
-  timeout --kill-after=5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
-  echo "===== $name rc=$? $(( $(date +%s) - t ))s" | tee -a "$LOG"
-  tail -n 4 "$LOGS/$name.log" >> "$LOG"
-}
+source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD...
 STAMP=$(mktemp); touch "$STAMP"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 case ${1:-} in
