@@ -7,6 +7,7 @@ import ctypes
 import functools
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 
 from .errors import UnsupportedDevice
@@ -174,3 +175,31 @@ def ensure_same_device(arr, name: str, cur: int):
             f"{name} is on GPU {dev} but the current device is GPU {cur}; "
             f"call inside `with cupy.cuda.Device({dev}):` or move it with cupy.asarray"
         )
+
+
+# ---- scratch memory a kernel keeps between launches --------------------------------------------
+# A kernel that splits a unit of work over blocks (stream-K) needs global scratch: partial sums and
+# flags that must read zero when a launch starts. Such a kernel leaves the flags as it found them,
+# so the scratch is zeroed once, when it is made, and kept. It is kept per (device, stream): two
+# launches on one stream run one after the other, launches on two streams could overlap and must
+# not share it (as cuBLAS keeps a workspace per handle and stream). At most _SCRATCH_KEEP are kept;
+# an evicted one goes back to CuPy's pool, which hands memory back out in stream order.
+_SCRATCH_KEEP = 8
+_scratch: dict = {}
+_scratch_lock = threading.Lock()
+
+
+def stream_scratch(nbytes: int, tag: str):
+    """A zeroed uint8 CuPy array of at least `nbytes`, owned by `tag` on the current device and
+    stream, the same array on every call there (bigger when a call asks for more). The kernels
+    that use it must leave every byte they expect to be zero at zero when they finish."""
+    cp = cupy()
+    key = (current_device_id(), cp.cuda.get_current_stream().ptr, tag)
+    with _scratch_lock:
+        buf = _scratch.pop(key, None)
+        if buf is None or buf.nbytes < nbytes:
+            buf = cp.zeros(max(nbytes, buf.nbytes if buf is not None else 0), dtype=cp.uint8)
+        _scratch[key] = buf  # most recently used last
+        while len(_scratch) > _SCRATCH_KEEP:
+            _scratch.pop(next(iter(_scratch)))
+        return buf

@@ -43,12 +43,16 @@ POISON = {np.dtype(np.float16): (np.uint16, 0x7FFF), np.dtype(np.float32): (np.u
 # ---- shapes -------------------------------------------------------------------------------------
 def tile_shapes(constraints) -> list[tuple[int, int, int]]:
     """Multiples of a stage's tiles that the checklist grid misses: several blocks in each
-    direction, odd block counts, one K tile and many, a grid longer than one group of blocks."""
+    direction, odd block counts, one K tile and many, a grid longer than one group of blocks,
+    more blocks than the SMs hold at once."""
     bm, bn, bk = constraints.m_multiple, constraints.n_multiple, constraints.k_multiple
     if (bm, bn, bk) == (1, 1, 1):
         return []
+    # The last two have more blocks than a 132-SM GPU holds at once, so a persistent grid ends on a
+    # partial wave (144 = 132 + 12 and 208 = 132 + 76 blocks), which v4 splits by stream-K.
     return [(bm, bn, bk), (2 * bm, bn, 3 * bk), (3 * bm, 2 * bn, 7 * bk), (bm, 5 * bn, 16 * bk),
-            (9 * bm, 3 * bn, 2 * bk), (17 * bm, 3 * bn, 5 * bk), (5 * bm, 11 * bn, 33 * bk)]
+            (9 * bm, 3 * bn, 2 * bk), (17 * bm, 3 * bn, 5 * bk), (5 * bm, 11 * bn, 33 * bk),
+            (12 * bm, 12 * bn, 10 * bk), (16 * bm, 13 * bn, 24 * bk)]
 
 
 def checklist_shapes(constraints=None, quick: bool = False) -> list[tuple[int, int, int]]:

@@ -1,7 +1,7 @@
 """v4_swizzle_pipeline: warp-specialized TMA/wgmma pipeline, persistent L2-swizzled schedule (sm_90a)."""
 import numpy as np
 
-from stages.core import tma
+from stages.core import gpu, tma
 from stages.core.contract import Constraints
 from stages.core.gpu import Requirement
 from stages.core.stage import Call, KernelStage, Launch
@@ -14,11 +14,13 @@ from stages.core.stage import Call, KernelStage, Launch
 #   TMA_STORE 0/1   epilogue: half2 stores from registers / swizzled shared tile + TMA bulk store
 #   CLUSTER_M 1/2   2-CTA clusters on vertically adjacent tiles, B multicast to both
 #   STMATRIX 0/1    epilogue staging: 4-byte st.shared / stmatrix.x4 (four 8x8 fp16 matrices)
+#   STREAMK 0/1     the last partial wave: left to the SMs it fills / its k-blocks split evenly
+#                   over all workers, partial sums fixed up through a per-stream workspace
 # The shipped switches (ORDER=1 with GROUP_M=16, no cluster) are the fastest of the ladder and its
 # alternatives measured in one run on the H200 (results/tuning/, see README "Ablation").
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
-          "STMATRIX": 1}
+          "STMATRIX": 1, "STREAMK": 1}
 
 THREADS = 384          # 3 warpgroups: 0 producer, 1-2 consumers (kernel.cu: THREADS)
 
@@ -35,19 +37,39 @@ def check_config(c: dict) -> None:
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1"),
         (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
+        (c["STREAMK"] in (0, 1), "STREAMK 0 or 1"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:
         raise ValueError(f"v4_swizzle_pipeline cannot build {c}: needs " + "; ".join(broken))
 
 
-def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
-    # A unit is CLUSTER_M tiles stacked in M (one per CTA of a cluster); persistent: one resident
-    # block per SM at most (1 block/SM: 230 KB of shared memory), a whole number of clusters.
+def _workers(m: int, n: int, c: dict, dev) -> tuple[int, int]:
+    """(units, workers): a unit is CLUSTER_M tiles stacked in M (one per CTA of a cluster), a
+    worker one cluster; persistent: one resident block per SM at most (1 block/SM: 230 KB of
+    shared memory), a whole number of clusters."""
     cm = c["CLUSTER_M"]
     units = (m // (c["BM"] * cm)) * (n // c["BN"])
-    clusters = min(units, dev.sm_count // cm) if c["PERSISTENT"] else units
-    return Launch(grid=(clusters * cm, 1, 1), block=(THREADS, 1, 1), cluster=(cm, 1, 1))
+    return units, (min(units, dev.sm_count // cm) if c["PERSISTENT"] else units)
+
+
+def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
+    cm = c["CLUSTER_M"]
+    return Launch(grid=(_workers(m, n, c, dev)[1] * cm, 1, 1), block=(THREADS, 1, 1), cluster=(cm, 1, 1))
+
+
+def streamk_scratch(call: Call) -> tuple:
+    """(partials, flags) for the stream-K fixup (kernel.cu, "stream-K fixup"), or two null
+    pointers where the shape splits no unit (the units divide evenly over the workers). One fp32
+    64 x BN slot and one flag per (block, consumer warpgroup); the kernel leaves the flags zero."""
+    c = call.cfg
+    units, workers = _workers(call.m, call.n, c, call.dev)
+    if not c["STREAMK"] or units <= workers or units % workers == 0:
+        return np.uint64(0), np.uint64(0)
+    slots = workers * c["CLUSTER_M"] * 2
+    part_bytes = slots * 64 * c["BN"] * 4
+    buf = gpu.stream_scratch(part_bytes + 4 * slots, "v4_swizzle_pipeline")
+    return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
 
 
 def constraints(c: dict) -> Constraints:
@@ -60,7 +82,7 @@ def arguments(call: Call) -> tuple:
     c = call.cfg
     return (tma.tensor_map(call.a, c["BM"], c["BK"]), tma.tensor_map(call.b, c["BN"] // c["CLUSTER_M"], c["BK"]),
             tma.tensor_map(call.out, 64, 64), call.out,
-            np.int32(call.m), np.int32(call.n), np.int32(call.k))
+            np.int32(call.m), np.int32(call.n), np.int32(call.k), *streamk_scratch(call))
 
 
 STAGE = KernelStage.here(

@@ -19,6 +19,10 @@
 //             cluster (CLUSTER_M=2): two CTAs on vertically adjacent tiles share B: each loads
 //             half of B and multicasts it to both; buffers are refilled only when the consumers
 //             of both CTAs have released them.
+//             stream-K (STREAMK=1): when the units do not divide evenly over the workers, the
+//             last partial wave is not left to a few SMs: its k-blocks are split evenly over all
+//             workers; a unit finished by several writes fp32 partials to a workspace and the
+//             worker holding its last k-block adds them (fixed order) and stores C.
 // Bottleneck: v3's single thread that both loads and computes (its warp stalls on `empty`), the
 //             launch of a fresh block per tile (prologue, drain and barrier setup every tile,
 //             no load/epilogue overlap), grouped order tuned for waves rather than residency,
@@ -29,7 +33,8 @@
 //             block per unit (a unit = CLUSTER_M tiles stacked in M); THREADS = 384 (3 warpgroups);
 //             dynamic shared memory = STAGES x (BM + BN) x BK fp16 + the epilogue staging tile
 //             (TMA_STORE) + 1 KiB alignment slack + barriers: gemm_smem_bytes below. Sizes and
-//             switches are -D defines; tensor maps of A, B and C come from the harness.
+//             switches are -D defines; tensor maps of A, B and C come from the harness, and with
+//             STREAMK a per-stream workspace (partials + flags, the flags zero between launches).
 // Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major.
 // ============================================================================================
 #include <cuda_fp16.h>
@@ -200,6 +205,71 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 #endif
 }
 
+// ---- schedule: the work list of one worker (a CTA, or a cluster of CLUSTER_M CTAs) ------------
+// Units 0 .. dp_units-1 are data-parallel: worker w takes w, w + workers, ... whole. With STREAMK,
+// the last sk_units units (the partial wave, plus one full wave when the partial one is under half
+// full, so that no unit is split more than about three ways) are stream-K: their sk_units x
+// num_k_tiles k-blocks are cut into `workers` equal contiguous ranges, one per worker. A range
+// covers the end of one unit, whole units, the start of another; it is walked from its END down,
+// so a worker first computes the start of a unit that a HIGHER worker finishes (and publishes the
+// partial sum at once), and last the end of a unit that LOWER workers started. The worker holding
+// a unit's last k-block owns it: it waits only for lower workers (launched before it, so the wait
+// cannot deadlock on a block that is not resident), adds their partials and stores C.
+__host__ __device__ __forceinline__ int streamk_units(int units, int workers) {
+#if STREAMK
+  const int rem = units % workers;
+  if (units <= workers || rem == 0) return 0;
+  return 2 * rem >= workers ? rem : rem + workers;
+#else
+  return 0;
+#endif
+}
+// First stream-K k-block of worker w (w = workers: the end of the region).
+__host__ __device__ __forceinline__ long long streamk_begin(int w, long long sk_iters, int workers) {
+  return sk_iters * w / workers;
+}
+struct Schedule {
+  int unit, step, dp_units, kt;   // data-parallel part: unit, unit + step, ... below dp_units
+  long long lo, hi;               // stream-K part: k-blocks [lo, hi) of the region, taken from hi down
+  // The next piece of work: k-blocks [kb, ke) of unit u. False when the list is done.
+  __host__ __device__ __forceinline__ bool next(int& u, int& kb, int& ke) {
+    if (unit < dp_units) { u = unit; kb = 0; ke = kt; unit += step; return true; }
+    if (hi <= lo) return false;
+    const int su = static_cast<int>((hi - 1) / kt);  // the stream-K unit holding the last k-block left
+    const long long first = max(lo, static_cast<long long>(su) * kt);
+    u = dp_units + su; kb = static_cast<int>(first - static_cast<long long>(su) * kt);
+    ke = static_cast<int>(hi - static_cast<long long>(su) * kt);
+    hi = first;
+    return true;
+  }
+};
+__host__ __device__ __forceinline__ Schedule make_schedule(int worker, int workers, int units, int kt) {
+  const int sk_units = streamk_units(units, workers), dp_units = units - sk_units;
+  const long long sk_iters = static_cast<long long>(sk_units) * kt;
+  return Schedule{worker, workers, dp_units, kt, streamk_begin(worker, sk_iters, workers),
+                  streamk_begin(worker + 1, sk_iters, workers)};
+}
+// The owner of a stream-K unit whose k-blocks start at `unit_first` of the region walks the
+// workers below it that computed part of the unit: the next one below `d`, or -1 when none is left.
+__host__ __device__ __forceinline__ int streamk_lower(int d, long long unit_first, long long sk_iters, int workers) {
+  for (--d; d >= 0; --d) {
+    const long long lo = streamk_begin(d, sk_iters, workers), hi = streamk_begin(d + 1, sk_iters, workers);
+    if (hi <= unit_first) return -1;  // d's range ends before the unit, and so do all below it
+    if (hi > lo) return d;            // (a worker with an empty range is passed over)
+  }
+  return -1;
+}
+
+// ---- stream-K fixup: flags in global memory, released and acquired at GPU scope ---------------
+__device__ __forceinline__ void flag_release(unsigned* f, unsigned v) {
+  asm volatile("fence.acq_rel.gpu;\nst.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(f), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned flag_acquire(const unsigned* f) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(f) : "memory");
+  return v;
+}
+
 // ---- wgmma ------------------------------------------------------------------------------------
 // Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle: bits 0-13 start
 // address >> 4; 16-29 leading byte offset >> 4 (unused for swizzled K-major: 1); 32-45 stride
@@ -294,7 +364,8 @@ __cluster_dims__(CLUSTER_M, 1, 1)
 #endif
 __launch_bounds__(THREADS, 1)
 gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
-                         const __grid_constant__ TmaDesc tmap_c, __half* __restrict__ C, int M, int N, int K) {
+                         const __grid_constant__ TmaDesc tmap_c, __half* __restrict__ C, int M, int N, int K,
+                         float* __restrict__ ws, unsigned* __restrict__ flags) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes: tiles must start on a 1024-byte boundary.
   const unsigned smem_base = (static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
@@ -305,7 +376,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
   // A unit is CLUSTER_M tiles stacked in M; CTA `rank` of a cluster takes tile row um * CLUSTER_M + rank.
   const int units_m = M / (BM * CLUSTER_M), units_n = N / BN, num_units = units_m * units_n;
   const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
-  const int first_unit = blockIdx.x / CLUSTER_M, unit_step = gridDim.x / CLUSTER_M;
+  const int worker = blockIdx.x / CLUSTER_M, workers = gridDim.x / CLUSTER_M;
 
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int num_k_tiles = K / BK;
@@ -328,11 +399,12 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
-      for (int unit = first_unit; unit < num_units; unit += unit_step) {
+      Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
+      for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
         unit_coords(unit, units_m, units_n, um, un);
         const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
-        for (int kt = 0; kt < num_k_tiles; ++kt, ++it) {
+        for (int kt = kb; kt < ke; ++kt, ++it) {
           const int s = it % STAGES;
           // Lap u > 0 refills buffer s: wait until every consumer warp (of every CTA) released lap u-1.
           if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
@@ -364,12 +436,13 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     };
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
-    for (int unit = first_unit; unit < num_units; unit += unit_step) {
+    Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
+    for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
       unit_coords(unit, units_m, units_n, um, un);
       const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
 
-      for (int kt = 0; kt < num_k_tiles; ++kt, ++it) {
+      for (int kt = kb; kt < ke; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(full_bar + 8 * s, (it / STAGES) & 1);  // k-block it has landed
 
@@ -379,16 +452,54 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         wgmma_fence();  // accumulator registers are about to be read and written asynchronously
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
-          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt | kk) != 0);
+          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);
         wgmma_commit();
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
 
         // ---- load: release k-block it-1's buffer to the producer(s) -----------------------------
-        if (kt > 0) release(empty_bar + 8 * ((it - 1) % STAGES));
+        if (kt > kb) release(empty_bar + 8 * ((it - 1) % STAGES));
       }
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
+
+#if STREAMK
+      // ---- stream-K fixup: a unit split over workers is stored by the one holding its last
+      // k-block. Partials: one 64 x BN fp32 slot per (worker, CTA rank, consumer warpgroup), each
+      // thread's accumulators as BN/8 float4 at [j * 128 + thread] (coalesced, and the reader has
+      // the same registers); flags: one word per slot, 1 = partial ready, reset to 0 by the reader.
+      const int tid = threadIdx.x % 128;
+      if (ke < num_k_tiles) {  // a higher worker finishes this unit: publish the partial sum
+        const int slot = (worker * CLUSTER_M + rank) * CONSUMERS + wg;
+        float4* part = reinterpret_cast<float4*>(ws) + static_cast<size_t>(slot) * (64 * BN / 4);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+          __stcg(part + j * 128 + tid, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+        __threadfence();
+        named_bar_sync(1 + wg, 128);
+        if (tid == 0) flag_release(flags + slot, 1);
+        continue;
+      }
+      if (kb > 0) {  // lower workers computed k-blocks 0 .. kb-1: add their partials, highest first
+        const long long sk_iters = static_cast<long long>(num_units - sch.dp_units) * num_k_tiles;
+        const long long unit_first = static_cast<long long>(unit - sch.dp_units) * num_k_tiles;
+        for (int d = streamk_lower(worker, unit_first, sk_iters, workers); d >= 0;
+             d = streamk_lower(d, unit_first, sk_iters, workers)) {
+          const int slot = (d * CLUSTER_M + rank) * CONSUMERS + wg;
+          if (tid == 0) {
+            while (flag_acquire(flags + slot) != 1) {}
+            flags[slot] = 0;  // as the launch found it: the next launch's writer sets it again
+          }
+          named_bar_sync(1 + wg, 128);
+          const float4* part = reinterpret_cast<const float4*>(ws) + static_cast<size_t>(slot) * (64 * BN / 4);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const float4 p = __ldcg(part + j * 128 + tid);
+            acc[4 * j] += p.x; acc[4 * j + 1] += p.y; acc[4 * j + 2] += p.z; acc[4 * j + 3] += p.w;
+          }
+        }
+      }
+#endif
 
       // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
       // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns

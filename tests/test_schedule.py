@@ -1,0 +1,161 @@
+"""The persistent schedule of v4 (and v5, which copies it), checked on the host: the functions
+between kernel.cu's "schedule" banner and its "stream-K fixup" banner are `__host__ __device__`,
+so a C++ compiler builds them unchanged into a checker. No GPU needed.
+
+Checked: the Hilbert walk is a bijection with neighbouring steps, and each ORDER's unit_coords a
+bijection onto the units; every worker list covers every
+k-block of every unit exactly once; a stream-K unit's last k-block has exactly one owner, the
+workers the owner gathers (`streamk_lower`) are exactly those that computed the rest of the unit,
+all of them lower than the owner (so no wait can depend on a block launched later), and each
+worker publishes at most one partial, as the first stream-K piece of its list (one slot per worker)."""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import stages
+
+CXX = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+
+PRELUDE = """
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <vector>
+using std::abs; using std::max; using std::min;
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#define CLUSTER_M 1
+#define GROUP_M 16
+#define STREAMK 1
+"""
+
+CHECKER = r"""
+static int fails = 0;
+#define CHECK(c, ...) do { if (!(c)) { if (++fails < 20) { std::printf(__VA_ARGS__); std::printf("\n"); } } } while (0)
+
+static void check_hilbert(int w, int h) {
+  std::vector<int> seen(w * h, 0);
+  int px = -1, py = -1;
+  for (int i = 0; i < w * h; ++i) {
+    int x, y;
+    gilbert_d2xy(i, w, h, x, y);
+    CHECK(x >= 0 && x < w && y >= 0 && y < h, "hilbert %dx%d: index %d -> (%d,%d) outside", w, h, i, x, y);
+    if (x < 0 || x >= w || y < 0 || y >= h) return;
+    CHECK(!seen[y * w + x]++, "hilbert %dx%d: (%d,%d) visited twice", w, h, x, y);
+    if (i) CHECK(abs(x - px) <= 1 && abs(y - py) <= 1, "hilbert %dx%d: step %d jumps", w, h, i);
+    px = x; py = y;
+  }
+}
+
+static void check_unit_coords(int units_m, int units_n) {
+  std::vector<int> seen(units_m * units_n, 0);
+  for (int i = 0; i < units_m * units_n; ++i) {
+    int um, un;
+    unit_coords(i, units_m, units_n, um, un);
+    CHECK(um >= 0 && um < units_m && un >= 0 && un < units_n, "order: %dx%d unit %d -> (%d,%d) outside",
+          units_m, units_n, i, um, un);
+    if (um < 0 || um >= units_m || un < 0 || un >= units_n) return;
+    CHECK(!seen[um * units_n + un]++, "order: %dx%d (%d,%d) twice", units_m, units_n, um, un);
+  }
+}
+
+static void check_streamk(int units, int workers, int kt) {
+  // who[u][k]: the worker that computes k-block k of unit u; owner[u]: who stores it
+  std::vector<std::vector<int>> who(units, std::vector<int>(kt, -1));
+  std::vector<int> owner(units, -1);
+  std::vector<std::vector<int>> partial_of(units);  // workers that published a partial of u
+  std::vector<std::pair<int, int>> owned_from;       // (unit, worker) with kb > 0: gathers
+  for (int w = 0; w < workers; ++w) {
+    Schedule s = make_schedule(w, workers, units, kt);
+    const int dp = units - streamk_units(units, workers);
+    int u, kb, ke, piece = 0, published = 0;  // piece: stream-K pieces so far
+    while (s.next(u, kb, ke)) {
+      CHECK(u >= 0 && u < units && 0 <= kb && kb < ke && ke <= kt,
+            "units %d workers %d kt %d: worker %d piece (%d, %d, %d) out of range", units, workers, kt, w, u, kb, ke);
+      if (!(u >= 0 && u < units && 0 <= kb && kb < ke && ke <= kt)) return;
+      for (int k = kb; k < ke; ++k) {
+        CHECK(who[u][k] < 0, "units %d workers %d kt %d: unit %d k %d computed twice", units, workers, kt, u, k);
+        who[u][k] = w;
+      }
+      if (ke == kt) {
+        CHECK(owner[u] < 0, "units %d workers %d kt %d: unit %d has two owners", units, workers, kt, u);
+        owner[u] = w;
+        if (kb > 0) owned_from.push_back({u, w});
+      } else {
+        CHECK(piece == 0, "units %d workers %d kt %d: worker %d publishes a partial after its first stream-K piece",
+              units, workers, kt, w);
+        ++published;
+        partial_of[u].push_back(w);
+      }
+      piece += u >= dp;
+    }
+    CHECK(published <= 1, "units %d workers %d kt %d: worker %d publishes %d partials", units, workers, kt, w, published);
+  }
+  for (int u = 0; u < units; ++u)
+    for (int k = 0; k < kt; ++k)
+      CHECK(who[u][k] >= 0, "units %d workers %d kt %d: unit %d k %d never computed", units, workers, kt, u, k);
+  const int sk = streamk_units(units, workers), dp = units - sk;
+  const long long sk_iters = (long long)sk * kt;
+  for (auto [u, w] : owned_from) {
+    CHECK(u >= dp, "units %d workers %d kt %d: data-parallel unit %d split", units, workers, kt, u);
+    std::vector<int> got;
+    for (int d = streamk_lower(w, (long long)(u - dp) * kt, sk_iters, workers); d >= 0;
+         d = streamk_lower(d, (long long)(u - dp) * kt, sk_iters, workers)) {
+      CHECK(d < w, "units %d workers %d kt %d: owner %d gathers from higher worker %d", units, workers, kt, w, d);
+      got.push_back(d);
+    }
+    std::vector<int> want = partial_of[u];
+    std::sort(want.rbegin(), want.rend());
+    CHECK(got == want, "units %d workers %d kt %d: unit %d owner %d gathers %zu workers, %zu published",
+          units, workers, kt, u, w, got.size(), want.size());
+  }
+  for (int u = 0; u < units; ++u) {
+    if (owner[u] < 0) continue;
+    bool split = false;
+    for (int k = 0; k < kt; ++k) split |= who[u][k] != owner[u];
+    if (!split) CHECK(partial_of[u].empty(), "units %d workers %d kt %d: whole unit %d has partials", units, workers, kt, u);
+  }
+}
+
+int main() {
+  for (int w = 1; w <= 24; ++w)
+    for (int h = 1; h <= 24; ++h) check_hilbert(w, h);
+  check_hilbert(16, 32); check_hilbert(32, 64); check_hilbert(56, 32);
+  for (int m = 1; m <= 40; ++m)
+    for (int n = 1; n <= 40; ++n) check_unit_coords(m, n);
+  const int workers_list[] = {1, 2, 3, 7, 66, 132};
+  const int kts[] = {1, 2, 3, 5, 16, 64, 128};
+  for (int workers : workers_list)
+    for (int kt : kts)
+      for (int units = 1; units <= 3 * workers + 5; units += (units < 2 * workers ? 1 : 3)) {
+        if (units < workers) continue;  // the grid is min(units, SMs): workers <= units
+        check_streamk(units, workers, kt);
+      }
+  check_streamk(512, 132, 64); check_streamk(2048, 132, 128); check_streamk(1792, 132, 64);
+  std::printf("%s %d\n", fails ? "FAIL" : "ok", fails);
+  return fails != 0;
+}
+"""
+
+
+def schedule_source(stage_name: str) -> str:
+    code = stages.get(stage_name).code()
+    start = code.index("// ---- schedule: tile index")
+    end = code.index("// ---- stream-K fixup")
+    return code[start:end]
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
+@pytest.mark.parametrize("stage", ["v4_swizzle_pipeline"])
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_schedule_on_host(tmp_path, stage, order):
+    src = tmp_path / "schedule.cpp"
+    src.write_text(PRELUDE + f"#define ORDER {order}\n" + schedule_source(stage) + CHECKER)
+    exe = tmp_path / "schedule"
+    subprocess.run([CXX, "-std=c++17", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
