@@ -7,6 +7,9 @@
 #   v4-tune     v4's stmatrix switch at the three shapes
 #   v4-sk       v4's stream-K last wave: verify on shapes that end on a partial wave (shipped,
 #               CLUSTER_M=2, TMA_STORE=0), the GPU tests of v4, and STREAMK 0/1 timed
+#   v5-sk       v5 with stream-K: every epilogue on shapes that split the last wave, repeats,
+#               sanitizers (v4 and v5), STREAMK 0/1 timed
+#   v4-sk-probe where stream-K's time goes (scripts/sk_probe.py): diagnostic copies of the kernel
 #   v5-shapes   the shape rule's choice against v4, a few tiles and cuBLAS; fused epilogues vs torch
 #   v5-shapes-full  every tile and split
 #   v5-fused    bench --epilogue: v5's fused epilogues beside torch's and cuBLAS + CuPy
@@ -33,6 +36,8 @@ for step in "$@"; do
       # (this session also timed EMPTY_ARRIVE=1, one empty arrival per warpgroup: no faster, and
       # unsafe, so the switch is gone; results/tuning/20261130T094900-nvidia-h200.json)
       run v4-tune 240 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STMATRIX=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4.json" ;;
+    v4-sk-probe)
+      run v4-sk-probe 400 python3 scripts/sk_probe.py --out "$OUT" ;;
     v4-sk)
       SK="--shape 2048x3328x1536 --shape 1536x3072x640 --shape 2048x3328x64 --shape 2048x3328x128 --shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192"
       run v4-sk-verify 150 python3 -m stages verify v4_swizzle_pipeline $SK --repeat 3
@@ -40,6 +45,15 @@ for step in "$@"; do
       run v4-sk-verify-direct 90 python3 -m stages verify v4_swizzle_pipeline --set TMA_STORE=0 $SK
       run v4-sk-pytest 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k v4_swizzle
       run v4-sk-tune 200 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4-sk.json" ;;
+    v5-sk)
+      SK5="--shape 4095x4097x4104 --shape 2048x3328x1536 --shape 2049x3329x1537 --shape 1537x3071x641 --shape 4096x14336x4096"
+      run v5-sk-verify 200 python3 -m stages verify v5_fused_epilogue $SK5 --epilogue all
+      run v5-sk-verify-repeat 100 python3 -m stages verify v5_fused_epilogue $SK5 --repeat 5
+      for tool in memcheck racecheck synccheck; do
+        extra=""; [ $tool = memcheck ] && extra="--report-api-errors no"
+        run sk-$tool 150 compute-sanitizer --tool $tool $extra --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x640 --shape 2048x3328x256
+      done
+      run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x1536 --out "$OUT/tune-v5-sk.json" ;;
     v5-shapes)
       run v5-shapes 400 python3 scripts/v5_shapes.py --out "$OUT" ;;
     v5-shapes-full)

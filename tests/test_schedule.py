@@ -31,6 +31,7 @@ using std::abs; using std::max; using std::min;
 #define CLUSTER_M 1
 #define GROUP_M 16
 #define STREAMK 1
+#define PARTIAL 0
 """
 
 CHECKER = r"""
@@ -150,7 +151,7 @@ def schedule_source(stage_name: str) -> str:
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
-@pytest.mark.parametrize("stage", ["v4_swizzle_pipeline"])
+@pytest.mark.parametrize("stage", ["v4_swizzle_pipeline", "v5_fused_epilogue"])
 @pytest.mark.parametrize("order", [0, 1, 2])
 def test_schedule_on_host(tmp_path, stage, order):
     src = tmp_path / "schedule.cpp"

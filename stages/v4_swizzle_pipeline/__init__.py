@@ -64,6 +64,8 @@ def streamk_scratch(call: Call) -> tuple:
     64 x BN slot and one flag per (block, consumer warpgroup); the kernel leaves the flags zero."""
     c = call.cfg
     units, workers = _workers(call.m, call.n, c, call.dev)
+    # Every shape whose last wave is partial gets it; the kernel uses it where its rule
+    # (kernel.cu, streamk_units) splits the wave, a subset of these.
     if not c["STREAMK"] or units <= workers or units % workers == 0:
         return np.uint64(0), np.uint64(0)
     slots = workers * c["CLUSTER_M"] * 2

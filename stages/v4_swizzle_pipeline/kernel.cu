@@ -208,7 +208,8 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 // ---- schedule: the work list of one worker (a CTA, or a cluster of CLUSTER_M CTAs) ------------
 // Units 0 .. dp_units-1 are data-parallel: worker w takes w, w + workers, ... whole. With STREAMK,
 // the last sk_units units (the partial wave, plus one full wave when the partial one is under half
-// full, so that no unit is split more than about three ways) are stream-K: their sk_units x
+// full, so that no unit is split more than about three ways; none when it is over 4/5 full) are
+// stream-K: their sk_units x
 // num_k_tiles k-blocks are cut into `workers` equal contiguous ranges, one per worker. A range
 // covers the end of one unit, whole units, the start of another; it is walked from its END down,
 // so a worker first computes the start of a unit that a HIGHER worker finishes (and publishes the
@@ -217,8 +218,10 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 // cannot deadlock on a block that is not resident), adds their partials and stores C.
 __host__ __device__ __forceinline__ int streamk_units(int units, int workers) {
 #if STREAMK
+  // A last wave more than 4/5 full stays data-parallel: moving a partial sum (64 KiB per consumer
+  // warpgroup, written once, read once) costs more than its few idle SMs (scripts/sk_probe.py).
   const int rem = units % workers;
-  if (units <= workers || rem == 0) return 0;
+  if (units <= workers || rem == 0 || 5 * rem > 4 * workers) return 0;
   return 2 * rem >= workers ? rem : rem + workers;
 #else
   return 0;

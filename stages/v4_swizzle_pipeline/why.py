@@ -5,10 +5,11 @@ from stages.tools import plots
 # The ablation ladder: a variant's overrides -> what that rung adds (the README's table and this
 # figure use these names; `python -m stages tune v4_swizzle_pipeline --variant ...` runs them).
 LADDER = {
-    "PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8": "+ warp specialization, setmaxnreg",
-    "PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8": "+ persistent grid (grouped 8)",
-    "PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8": "+ TMA-store epilogue",
-    "default": "+ GROUP_M 16 (shipped)",
+    "PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0": "+ warp specialization, setmaxnreg",
+    "PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0": "+ persistent grid (grouped 8)",
+    "PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0": "+ TMA-store epilogue",
+    "STREAMK=0": "+ GROUP_M 16",
+    "default": "+ stream-K last wave (shipped)",
     "CLUSTER_M=2": "+ 2-CTA cluster, B multicast",
     "ORDER=2": "Hilbert order instead of grouped",
     "ORDER=0": "row-major order instead of grouped",

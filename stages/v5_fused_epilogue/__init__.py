@@ -15,7 +15,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 # `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
-          "STMATRIX": 1, "AUTO": 1, "SPLIT_K": 1}
+          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -83,6 +83,7 @@ def check_config(c: dict) -> None:
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
         (c["CLUSTER_M"] == 1, "CLUSTER_M == 1 (clusters and edge tiles or split K are not combined here; v4 measured no gain)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
+        (c["STREAMK"] in (0, 1), "STREAMK 0 or 1"),
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
     ]
@@ -113,11 +114,29 @@ def defines_for(call: Call) -> dict:
             "TMA_STORE": int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct")}
 
 
-def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
-    bm, bn, _, splits = shape_config(m, n, k, c, dev.sm_count)
+def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
+    """(units, workers): a unit is a (tile, split of K); persistent: min(units, SMs) blocks."""
+    bm, bn, _, splits = shape_config(m, n, k, c, sms)
     units = cdiv(m, bm) * cdiv(n, bn) * splits
-    blocks = min(units, dev.sm_count) if c["PERSISTENT"] else units
-    return Launch(grid=(blocks, 1, 1), block=(128 * (1 + bm // 64), 1, 1))
+    return units, (min(units, sms) if c["PERSISTENT"] else units)
+
+
+def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
+    bm = shape_config(m, n, k, c, dev.sm_count)[0]
+    return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1], 1, 1), block=(128 * (1 + bm // 64), 1, 1))
+
+
+def streamk_scratch(call: Call, bm: int, bn: int, splits: int) -> tuple:
+    """(partials, flags) for v4's stream-K fixup, or two null pointers where no unit can be split:
+    a split of K (its own reduction), or units that divide evenly over the workers. The kernel
+    uses them where its rule (kernel.cu, streamk_units) splits the last wave, a subset of these."""
+    units, workers = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
+    if not call.cfg["STREAMK"] or splits > 1 or units <= workers or units % workers == 0:
+        return _NULL, _NULL
+    slots = workers * (bm // 64)
+    part_bytes = slots * 64 * bn * 4
+    buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
+    return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
 
 
 def _copy_into(dst, src, k: int) -> None:
@@ -145,7 +164,7 @@ def plan(call: Call, kernels) -> list:
     args = (tma.tensor_map(a, bm, 64), tma.tensor_map(b, bn, 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
-            ws, np.int32(splits), np.int32(ldw))
+            ws, np.int32(splits), np.int32(ldw), *streamk_scratch(call, bm, bn, splits))
     steps.append(kernels.launcher(args))
     if splits > 1:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)

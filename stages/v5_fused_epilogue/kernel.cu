@@ -15,7 +15,8 @@
 //             per shape on the host; `splits` > 1 divides the k-blocks of every tile among
 //             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
-//             applies the epilogue.
+//             applies the epilogue. Without a split, v4's stream-K last wave (STREAMK=1), with
+//             its own per-stream workspace (sk_ws, flags).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
@@ -222,6 +223,75 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 #endif
 }
 
+// ---- schedule: the work list of one worker (a CTA, or a cluster of CLUSTER_M CTAs) ------------
+// Units 0 .. dp_units-1 are data-parallel: worker w takes w, w + workers, ... whole. With STREAMK,
+// the last sk_units units (the partial wave, plus one full wave when the partial one is under half
+// full, so that no unit is split more than about three ways; none when it is over 4/5 full) are
+// stream-K: their sk_units x
+// num_k_tiles k-blocks are cut into `workers` equal contiguous ranges, one per worker. A range
+// covers the end of one unit, whole units, the start of another; it is walked from its END down,
+// so a worker first computes the start of a unit that a HIGHER worker finishes (and publishes the
+// partial sum at once), and last the end of a unit that LOWER workers started. The worker holding
+// a unit's last k-block owns it: it waits only for lower workers (launched before it, so the wait
+// cannot deadlock on a block that is not resident), adds their partials and stores C.
+__host__ __device__ __forceinline__ int streamk_units(int units, int workers) {
+#if STREAMK && !PARTIAL
+  // (A split of K, PARTIAL, has its own reduction: no stream-K on top of it.)
+  // A last wave more than 4/5 full stays data-parallel: moving a partial sum (64 KiB per consumer
+  // warpgroup, written once, read once) costs more than its few idle SMs (scripts/sk_probe.py).
+  const int rem = units % workers;
+  if (units <= workers || rem == 0 || 5 * rem > 4 * workers) return 0;
+  return 2 * rem >= workers ? rem : rem + workers;
+#else
+  return 0;
+#endif
+}
+// First stream-K k-block of worker w (w = workers: the end of the region).
+__host__ __device__ __forceinline__ long long streamk_begin(int w, long long sk_iters, int workers) {
+  return sk_iters * w / workers;
+}
+struct Schedule {
+  int unit, step, dp_units, kt;   // data-parallel part: unit, unit + step, ... below dp_units
+  long long lo, hi;               // stream-K part: k-blocks [lo, hi) of the region, taken from hi down
+  // The next piece of work: k-blocks [kb, ke) of unit u. False when the list is done.
+  __host__ __device__ __forceinline__ bool next(int& u, int& kb, int& ke) {
+    if (unit < dp_units) { u = unit; kb = 0; ke = kt; unit += step; return true; }
+    if (hi <= lo) return false;
+    const int su = static_cast<int>((hi - 1) / kt);  // the stream-K unit holding the last k-block left
+    const long long first = max(lo, static_cast<long long>(su) * kt);
+    u = dp_units + su; kb = static_cast<int>(first - static_cast<long long>(su) * kt);
+    ke = static_cast<int>(hi - static_cast<long long>(su) * kt);
+    hi = first;
+    return true;
+  }
+};
+__host__ __device__ __forceinline__ Schedule make_schedule(int worker, int workers, int units, int kt) {
+  const int sk_units = streamk_units(units, workers), dp_units = units - sk_units;
+  const long long sk_iters = static_cast<long long>(sk_units) * kt;
+  return Schedule{worker, workers, dp_units, kt, streamk_begin(worker, sk_iters, workers),
+                  streamk_begin(worker + 1, sk_iters, workers)};
+}
+// The owner of a stream-K unit whose k-blocks start at `unit_first` of the region walks the
+// workers below it that computed part of the unit: the next one below `d`, or -1 when none is left.
+__host__ __device__ __forceinline__ int streamk_lower(int d, long long unit_first, long long sk_iters, int workers) {
+  for (--d; d >= 0; --d) {
+    const long long lo = streamk_begin(d, sk_iters, workers), hi = streamk_begin(d + 1, sk_iters, workers);
+    if (hi <= unit_first) return -1;  // d's range ends before the unit, and so do all below it
+    if (hi > lo) return d;            // (a worker with an empty range is passed over)
+  }
+  return -1;
+}
+
+// ---- stream-K fixup: flags in global memory, released and acquired at GPU scope ---------------
+__device__ __forceinline__ void flag_release(unsigned* f, unsigned v) {
+  asm volatile("fence.acq_rel.gpu;\nst.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(f), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned flag_acquire(const unsigned* f) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(f) : "memory");
+  return v;
+}
+
 // ---- epilogue math: y = act(alpha * acc + bias), in fp32 --------------------------------------
 // ACT and BIAS are -D defines (one compiled kernel per epilogue; the plain GEMM carries only an
 // alpha multiply, taken when alpha != 1); alpha is a kernel argument. ACT: 0 none, 1 relu, 2 gelu (erf form,
@@ -386,7 +456,8 @@ __cluster_dims__(CLUSTER_M, 1, 1)
 __launch_bounds__(THREADS, 1)
 gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                        const __grid_constant__ TmaDesc tmap_c, __half* __restrict__ C, int M, int N, int K,
-                       const void* __restrict__ bias, float alpha, float* __restrict__ ws, int splits, int ldw) {
+                       const void* __restrict__ bias, float alpha, float* __restrict__ ws, int splits, int ldw,
+                       float* __restrict__ sk_ws, unsigned* __restrict__ flags) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes: tiles must start on a 1024-byte boundary.
   const unsigned smem_base = (static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
@@ -400,7 +471,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M), units_n = (N + BN - 1) / BN;
   const int num_units = units_m * units_n * splits;
   const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
-  const int first_unit = blockIdx.x / CLUSTER_M, unit_step = gridDim.x / CLUSTER_M;
+  const int worker = blockIdx.x / CLUSTER_M, workers = gridDim.x / CLUSTER_M;
 
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int num_k_tiles = (K + BK - 1) / BK;             // the last one zero-filled past K by TMA
@@ -424,11 +495,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
-      for (int unit = first_unit; unit < num_units; unit += unit_step) {
+      Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
+      for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
         unit_coords(unit / splits, units_m, units_n, um, un);
         const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
-        const int kt0 = (unit % splits) * k_tiles_per_split, kt1 = min(kt0 + k_tiles_per_split, num_k_tiles);
+        const int split_kt = (unit % splits) * k_tiles_per_split;
+        const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % STAGES;
           // Lap u > 0 refills buffer s: wait until every consumer warp (of every CTA) released lap u-1.
@@ -464,12 +537,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
-    for (int unit = first_unit; unit < num_units; unit += unit_step) {
+    Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
+    for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
       unit_coords(unit / splits, units_m, units_n, um, un);
       const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
-      const int split = unit % splits, kt0 = split * k_tiles_per_split;
-      const int kt1 = min(kt0 + k_tiles_per_split, num_k_tiles);
+      const int split = unit % splits, split_kt = split * k_tiles_per_split;
+      const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
       // The tile's bias: each consumer thread loads its share now, the loads complete during the
       // mainloop, and the values reach shared memory after it (BIAS_PER_THREAD registers held).
@@ -499,6 +573,44 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
+
+#if STREAMK && !PARTIAL
+      // ---- stream-K fixup: a unit split over workers is stored by the one holding its last
+      // k-block. Partials: one 64 x BN fp32 slot per (worker, CTA rank, consumer warpgroup), each
+      // thread's accumulators as BN/8 float4 at [j * 128 + thread] (coalesced, and the reader has
+      // the same registers); flags: one word per slot, 1 = partial ready, reset to 0 by the reader.
+      const int tid = threadIdx.x % 128;
+      if (ke < k_tiles_per_split) {  // a higher worker finishes this unit: publish the partial sum
+        const int slot = (worker * CLUSTER_M + rank) * CONSUMERS + wg;
+        float4* part = reinterpret_cast<float4*>(sk_ws) + static_cast<size_t>(slot) * (64 * BN / 4);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+          __stcg(part + j * 128 + tid, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+        __threadfence();
+        named_bar_sync(1 + wg, 128);
+        if (tid == 0) flag_release(flags + slot, 1);
+        continue;
+      }
+      if (kb > 0) {  // lower workers computed k-blocks 0 .. kb-1: add their partials, highest first
+        const long long sk_iters = static_cast<long long>(num_units - sch.dp_units) * k_tiles_per_split;
+        const long long unit_first = static_cast<long long>(unit - sch.dp_units) * k_tiles_per_split;
+        for (int d = streamk_lower(worker, unit_first, sk_iters, workers); d >= 0;
+             d = streamk_lower(d, unit_first, sk_iters, workers)) {
+          const int slot = (d * CLUSTER_M + rank) * CONSUMERS + wg;
+          if (tid == 0) {
+            while (flag_acquire(flags + slot) != 1) {}
+            flags[slot] = 0;  // as the launch found it: the next launch's writer sets it again
+          }
+          named_bar_sync(1 + wg, 128);
+          const float4* part = reinterpret_cast<const float4*>(sk_ws) + static_cast<size_t>(slot) * (64 * BN / 4);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const float4 p = __ldcg(part + j * 128 + tid);
+            acc[4 * j] += p.x; acc[4 * j + 1] += p.y; acc[4 * j + 2] += p.z; acc[4 * j + 3] += p.w;
+          }
+        }
+      }
+#endif
 
       // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
       // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns
