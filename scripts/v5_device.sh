@@ -39,21 +39,21 @@ for step in "$@"; do
     v4-sk-probe)
       run v4-sk-probe 400 python3 scripts/sk_probe.py --out "$OUT" ;;
     v4-sk)
-      SK="--shape 2048x3328x1536 --shape 1536x3072x640 --shape 2048x3328x64 --shape 2048x3328x128 --shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192"
+      SK="--shape 2048x3328x2048 --shape 1536x3072x1024 --shape 2048x3328x64 --shape 2048x3328x128 --shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192"
       run v4-sk-verify 150 python3 -m stages verify v4_swizzle_pipeline $SK --repeat 3
       run v4-sk-verify-cluster 90 python3 -m stages verify v4_swizzle_pipeline --set CLUSTER_M=2 $SK
       run v4-sk-verify-direct 90 python3 -m stages verify v4_swizzle_pipeline --set TMA_STORE=0 $SK
       run v4-sk-pytest 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k v4_swizzle
       run v4-sk-tune 200 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4-sk.json" ;;
     v5-sk)
-      SK5="--shape 4095x4097x4104 --shape 2048x3328x1536 --shape 2049x3329x1537 --shape 1537x3071x641 --shape 4096x14336x4096"
+      SK5="--shape 4095x4097x4104 --shape 2048x3328x2048 --shape 2049x3329x4104 --shape 1537x3071x1601 --shape 4096x14336x4096"
       run v5-sk-verify 200 python3 -m stages verify v5_fused_epilogue $SK5 --epilogue all
       run v5-sk-verify-repeat 100 python3 -m stages verify v5_fused_epilogue $SK5 --repeat 5
-      for tool in memcheck racecheck synccheck; do
-        extra=""; [ $tool = memcheck ] && extra="--report-api-errors no"
-        run sk-$tool 150 compute-sanitizer --tool $tool $extra --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x640 --shape 2048x3328x256
-      done
-      run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x1536 --out "$OUT/tune-v5-sk.json" ;;
+      # 1536x3072x1024: every unit stream-K (144 = 132 + 12); 2048x3328x2048: the partial wave (76)
+      run sk-memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 2048x3328x2048
+      run sk-synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 2048x3328x2048
+      run sk-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024
+      run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x2048 --out "$OUT/tune-v5-sk.json" ;;
     v5-shapes)
       run v5-shapes 400 python3 scripts/v5_shapes.py --out "$OUT" ;;
     v5-shapes-full)

@@ -17,7 +17,7 @@ def _repeat_shapes(st):
     blocks than 132 SMs hold at once (v4 splits the last wave over blocks: stream-K)."""
     c = st.constraints
     bm, bn, bk = max(c.m_multiple, 64), max(c.n_multiple, 64), max(c.k_multiple, 64)
-    return [(2 * bm, 2 * bn, 16 * bk), (8 * bm, 4 * bn, 64 * bk), (bm, bn, bk), (16 * bm, 13 * bn, 24 * bk)]
+    return [(2 * bm, 2 * bn, 16 * bk), (8 * bm, 4 * bn, 64 * bk), (bm, bn, bk), (16 * bm, 13 * bn, 32 * bk)]
 
 
 @pytest.mark.gpu

@@ -49,10 +49,11 @@ def tile_shapes(constraints) -> list[tuple[int, int, int]]:
     if (bm, bn, bk) == (1, 1, 1):
         return []
     # The last two have more blocks than a 132-SM GPU holds at once, so a persistent grid ends on a
-    # partial wave (144 = 132 + 12 and 208 = 132 + 76 blocks), which v4 splits by stream-K.
+    # partial wave (144 = 132 + 12 and 208 = 132 + 76 blocks), which v4 splits by stream-K (their
+    # K is long enough for it to pay).
     return [(bm, bn, bk), (2 * bm, bn, 3 * bk), (3 * bm, 2 * bn, 7 * bk), (bm, 5 * bn, 16 * bk),
             (9 * bm, 3 * bn, 2 * bk), (17 * bm, 3 * bn, 5 * bk), (5 * bm, 11 * bn, 33 * bk),
-            (12 * bm, 12 * bn, 10 * bk), (16 * bm, 13 * bn, 24 * bk)]
+            (12 * bm, 12 * bn, 16 * bk), (16 * bm, 13 * bn, 32 * bk)]
 
 
 def checklist_shapes(constraints=None, quick: bool = False) -> list[tuple[int, int, int]]:

@@ -208,20 +208,22 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 // ---- schedule: the work list of one worker (a CTA, or a cluster of CLUSTER_M CTAs) ------------
 // Units 0 .. dp_units-1 are data-parallel: worker w takes w, w + workers, ... whole. With STREAMK,
 // the last sk_units units (the partial wave, plus one full wave when the partial one is under half
-// full, so that no unit is split more than about three ways; none when it is over 4/5 full) are
-// stream-K: their sk_units x
+// full, so that no unit is split more than about three ways; none where the idle part is too small
+// to pay for the partial sums) are stream-K: their sk_units x
 // num_k_tiles k-blocks are cut into `workers` equal contiguous ranges, one per worker. A range
 // covers the end of one unit, whole units, the start of another; it is walked from its END down,
 // so a worker first computes the start of a unit that a HIGHER worker finishes (and publishes the
 // partial sum at once), and last the end of a unit that LOWER workers started. The worker holding
 // a unit's last k-block owns it: it waits only for lower workers (launched before it, so the wait
 // cannot deadlock on a block that is not resident), adds their partials and stores C.
-__host__ __device__ __forceinline__ int streamk_units(int units, int workers) {
+__host__ __device__ __forceinline__ int streamk_units(int units, int workers, int kt) {
 #if STREAMK
-  // A last wave more than 4/5 full stays data-parallel: moving a partial sum (64 KiB per consumer
-  // warpgroup, written once, read once) costs more than its few idle SMs (scripts/sk_probe.py).
+  // Split the last wave only where its idle part is worth more than moving the partial sums:
+  // 64 KiB of fp32 per consumer warpgroup, written once and read once, measured at ~5 us, about
+  // 8 k-blocks of a worker (~0.7 us each at 128 x 256): so at least 12 idle k-blocks per worker.
+  // (scripts/sk_probe.py: at M = K = 4096 a last wave of 112-124 of 132 blocks lost, 16-88 won.)
   const int rem = units % workers;
-  if (units <= workers || rem == 0 || 5 * rem > 4 * workers) return 0;
+  if (units <= workers || rem == 0 || static_cast<long long>(workers - rem) * kt < 12LL * workers) return 0;
   return 2 * rem >= workers ? rem : rem + workers;
 #else
   return 0;
@@ -247,7 +249,7 @@ struct Schedule {
   }
 };
 __host__ __device__ __forceinline__ Schedule make_schedule(int worker, int workers, int units, int kt) {
-  const int sk_units = streamk_units(units, workers), dp_units = units - sk_units;
+  const int sk_units = streamk_units(units, workers, kt), dp_units = units - sk_units;
   const long long sk_iters = static_cast<long long>(sk_units) * kt;
   return Schedule{worker, workers, dp_units, kt, streamk_begin(worker, sk_iters, workers),
                   streamk_begin(worker + 1, sk_iters, workers)};
