@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The closing H200 calls of the v4/v5/stress work, each <= ~9.5 minutes, never hangs (every step
 # under `timeout`, a budget for the whole call). Logs, records and a tarball of results/ go to $OUT.
-#   correctness  both test-suite orders, the stress run (published), v5's verify sweeps, at once
+#   correctness  both test-suite orders, the stress run (published), v5's verify sweeps, the
+#                stream-K verify and sanitizer steps of v5_device.sh (no timing), at once
 #   perf         the published benchmarks (plain, v5's shapes, fused epilogues), v4's ablation
 #                (published), v5's shape sweep and the tail strategies
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/final_device.sh correctness|perf
@@ -24,6 +25,7 @@ case ${1:-} in
     run suite-reversed 520 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run stress 540 python3 -m stages stress --publish --budget 500 &
     run v5-verify-full 470 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    (OUT=$LOGS BUDGET_S=$(( BUDGET - 60 )) LOG=$LOGS/sk.log bash scripts/v5_device.sh v4-sk-check v5-sk-check >/dev/null) &
     wait
     run v5-verify-repeat 100 python3 -m stages verify v5_fused_epilogue --quick --repeat 20
     run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;

@@ -9,6 +9,7 @@
 #               CLUSTER_M=2, TMA_STORE=0), the GPU tests of v4, and STREAMK 0/1 timed
 #   v5-sk       v5 with stream-K: every epilogue on shapes that split the last wave, repeats,
 #               sanitizers (v4 and v5), STREAMK 0/1 timed
+#   v4-sk-check, v5-sk-check  the same without the timing (safe beside other GPU work)
 #   v4-sk-probe where stream-K's time goes (scripts/sk_probe.py): diagnostic copies of the kernel
 #   v5-shapes   the shape rule's choice against v4, a few tiles and cuBLAS; fused epilogues vs torch
 #   v5-shapes-full  every tile and split
@@ -18,7 +19,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/v5-out}
 BUDGET=${BUDGET_S:-560}
 mkdir -p "$OUT"
-LOG="$OUT/v5_device.log"
+LOG=${LOG:-$OUT/v5_device.log}
 T0=$(date +%s)
 source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD...
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
@@ -38,14 +39,14 @@ for step in "$@"; do
       run v4-tune 240 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STMATRIX=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4.json" ;;
     v4-sk-probe)
       run v4-sk-probe 400 python3 scripts/sk_probe.py --out "$OUT" ;;
-    v4-sk)
+    v4-sk|v4-sk-check)
       SK="--shape 2048x3328x2048 --shape 1536x3072x1024 --shape 2048x3328x64 --shape 2048x3328x128 --shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192"
       run v4-sk-verify 150 python3 -m stages verify v4_swizzle_pipeline $SK --repeat 3
       run v4-sk-verify-cluster 90 python3 -m stages verify v4_swizzle_pipeline --set CLUSTER_M=2 $SK
       run v4-sk-verify-direct 90 python3 -m stages verify v4_swizzle_pipeline --set TMA_STORE=0 $SK
       run v4-sk-pytest 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k v4_swizzle
-      run v4-sk-tune 200 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4-sk.json" ;;
-    v5-sk)
+      [ $step = v4-sk ] && run v4-sk-tune 200 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4-sk.json" ;;
+    v5-sk|v5-sk-check)
       SK5="--shape 4095x4097x4104 --shape 2048x3328x2048 --shape 2049x3329x4104 --shape 1537x3071x1601 --shape 4096x14336x4096"
       run v5-sk-verify 200 python3 -m stages verify v5_fused_epilogue $SK5 --epilogue all
       run v5-sk-verify-repeat 100 python3 -m stages verify v5_fused_epilogue $SK5 --repeat 5
@@ -53,7 +54,7 @@ for step in "$@"; do
       run sk-memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 2048x3328x2048
       run sk-synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 2048x3328x2048
       run sk-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024
-      run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x2048 --out "$OUT/tune-v5-sk.json" ;;
+      [ $step = v5-sk ] && run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x2048 --out "$OUT/tune-v5-sk.json" ;;
     v5-shapes)
       run v5-shapes 400 python3 scripts/v5_shapes.py --out "$OUT" ;;
     v5-shapes-full)
