@@ -30,14 +30,20 @@ case ${1:-} in
     run v5-verify-repeat 100 python3 -m stages verify v5_fused_epilogue --quick --repeat 20
     run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;
   perf)
-    run bench-big 200 python3 -m stages bench --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run v4-ablation 170 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant STREAMK=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
     run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$LOGS"
     run v5-verify-odd 90 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all ;;
-  *) echo "usage: final_device.sh correctness|perf"; exit 2 ;;
+  bench-big)   # the plain table alone (GPU stages named: with none, bench adds the CPU baseline,
+               # minutes at these shapes), then v5's stream-K switch and a racecheck of v5 on a
+               # shape whose every unit is stream-K
+    run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run v5-sk-tune 60 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x2048 --out "$LOGS/tune-v5-sk.json"
+    run v5-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1536x3072x1024 ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
