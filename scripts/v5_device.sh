@@ -47,14 +47,16 @@ for step in "$@"; do
       run v4-sk-pytest 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k v4_swizzle
       [ $step = v4-sk ] && run v4-sk-tune 200 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4-sk.json" ;;
     v5-sk|v5-sk-check)
-      SK5="--shape 4095x4097x4104 --shape 2048x3328x2048 --shape 2049x3329x4104 --shape 1537x3071x1601 --shape 4096x14336x4096"
+      SK5="--shape 4095x4097x4104 --shape 1537x3071x4104 --shape 2048x4352x4100 --shape 1280x5120x8192 --shape 1281x5119x8190"  # tests/test_v5.py STREAMK_SHAPES
       run v5-sk-verify 200 python3 -m stages verify v5_fused_epilogue $SK5 --epilogue all
       run v5-sk-verify-repeat 100 python3 -m stages verify v5_fused_epilogue $SK5 --repeat 5
-      # 1536x3072x1024: every unit stream-K (144 = 132 + 12); 2048x3328x2048: the partial wave (76)
-      run sk-memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 2048x3328x2048
-      run sk-synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 2048x3328x2048
-      run sk-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024
-      [ $step = v5-sk ] && run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x2048 --out "$OUT/tune-v5-sk.json" ;;
+      # every unit stream-K (144 = 132 + 12): v4 at K = 1024, v5 (stricter rule) at K = 2112; the
+      # partial wave (208 = 132 + 76) at 2048x3328x2048 (v4 splits it, v5 not)
+      run sk-memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 1536x3072x2112 --shape 2048x3328x2048
+      run sk-synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 1536x3072x1024 --shape 1536x3072x2112 --shape 2048x3328x2048
+      [ $step = v5-sk-check ] || run sk-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 1536x3072x1024
+      run sk-racecheck-v5 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1536x3072x2112
+      [ $step = v5-sk ] && run v5-sk-tune 200 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 1537x3071x4104 --shape 1280x5120x8192 --out "$OUT/tune-v5-sk.json" ;;
     v5-shapes)
       run v5-shapes 400 python3 scripts/v5_shapes.py --out "$OUT" ;;
     v5-shapes-full)

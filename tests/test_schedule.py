@@ -162,3 +162,36 @@ def test_schedule_on_host(tmp_path, stage, order):
     subprocess.run([CXX, "-std=c++17", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
+def test_v5_compiles_stream_k_in_only_where_its_kernel_splits(tmp_path):
+    """v5's host rule (streamk_pays, which sets STREAMK per call) is stricter than the kernel's
+    (streamk_units): wherever the host builds STREAMK=1 the kernel does split the last wave, so no
+    call carries the fixup for nothing; and the shapes the README names get the split or not."""
+    import stages.v5_fused_epilogue as v5
+    from stages.core import gpu
+    from stages.core.stage import cdiv
+
+    cfg, sms = stages.get("v5_fused_epilogue").defines, gpu.REFERENCE_DEVICE.sm_count
+    shapes = [(m, n, k) for m in (129, 1000, 2048, 4095, 4096, 8192) for n in (1000, 3328, 4097, 14336)
+              for k in (640, 2048, 4104, 8192)]
+    rows = []
+    for m, n, k in shapes:
+        units, workers = v5._workers(m, n, k, cfg, sms)
+        rows.append((units, workers, cdiv(k, 64), v5.streamk_pays(m, n, k, cfg, sms)))
+    src = tmp_path / "rule.cpp"
+    src.write_text(PRELUDE + "#define ORDER 1\n" + schedule_source("v5_fused_epilogue") + "int main() {\n"
+                   + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt, _ in rows)
+                   + "  return 0;\n}\n")
+    exe = tmp_path / "rule"
+    subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
+    kernel_splits = [int(x) > 0 for x in subprocess.run([str(exe)], capture_output=True, text=True).stdout.split()]
+    assert len(kernel_splits) == len(rows)
+    wrong = [s for s, (_, _, _, pays), ks in zip(shapes, rows, kernel_splits) if pays and not ks]
+    assert not wrong, f"STREAMK=1 built where the kernel would not split: {wrong}"
+    assert sum(r[3] for r in rows) >= 5, "the host rule never splits: the test reaches nothing"
+    assert v5.streamk_pays(8192, 8192, 8192, cfg, sms) and v5.streamk_pays(4095, 4097, 4104, cfg, sms)
+    assert not v5.streamk_pays(4096, 4096, 4096, cfg, sms)      # 116 of 132: too little idle
+    assert not v5.streamk_pays(4096, 14336, 4096, cfg, sms)     # 27 idle k-blocks per worker < 30
+    assert not v5.streamk_pays(1, 4096, 4096, cfg, sms)         # a split of K has its own reduction

@@ -140,6 +140,38 @@ def test_split_k_is_bitwise_repeatable(runnable):
         assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all())
 
 
+# Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
+# (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch.
+STREAMK_SHAPES = [(4095, 4097, 4104), (1537, 3071, 4104), (2048, 4352, 4100), (1280, 5120, 8192),
+                  (1281, 5119, 8190)]
+
+
+def test_the_stream_k_shapes_are_split():
+    for shape in STREAMK_SHAPES:
+        assert v5.streamk_pays(*shape, V5.defines, SMS), shape
+
+
+@pytest.mark.hopper
+def test_stream_k_is_right_and_bitwise_repeatable(runnable):
+    """The last-wave split on every path with a bias and an activation, and the same bits on every
+    call (the partial sums are added in a fixed order). Only on a 132-SM GPU, where the shapes split."""
+    st = runnable("v5_fused_epilogue")
+    if gpu.current().sm_count != SMS:
+        pytest.skip(f"the shapes are chosen to split on {SMS} SMs")
+    cp = gpu.cupy()
+    for m, n, k in STREAMK_SHAPES:
+        a, b = verify.random_operands(m, n, k, 3 + n, cp)
+        bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32).astype(cp.float16)
+        epi = contract.Epilogue(bias, 0.75, "gelu")
+        ref, mag = verify.reference(a, b, cp, epi)
+        first = st.gemm(a, b, bias=bias, alpha=0.75, activation="gelu")
+        chk = verify.judge_output(verify.Check(st.name, m, n, k, 0), first, ref, mag, cp)
+        assert chk.passed, ((m, n, k), chk.reason)
+        for _ in range(5):
+            again = st.gemm(a, b, bias=bias, alpha=0.75, activation="gelu")
+            assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), (m, n, k)
+
+
 @pytest.mark.hopper
 @pytest.mark.parametrize("activation", [None, "gelu", "gelu_tanh"])
 def test_torch_linear_replaced_without_a_copy(activation, runnable):

@@ -111,6 +111,7 @@ def defines_for(call: Call) -> dict:
     return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1),
+            "STREAMK": int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count)),
             "TMA_STORE": int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct")}
 
 
@@ -126,12 +127,31 @@ def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
     return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1], 1, 1), block=(128 * (1 + bm // 64), 1, 1))
 
 
+# Stream-K (v4's last-wave split) is compiled in per call (the STREAMK define), only where the
+# last wave leaves at least SK_MIN_IDLE k-blocks per worker idle. In v5 the build that carries
+# the fixup ran ~1% slower where it does not split (4096^3: 0.1864/0.1885 ms against
+# 0.1846/0.1866 without it), and the split paid at 8192^3 (+0.2%), 4095 x 4097 x 4104 (+6%) and
+# lost at 4096 x 14336 x 4096 (27 idle k-blocks per worker: -0.2 to -0.4%) and 2048 x 3328 x 2048
+# (14: -3%) (results/tuning/*-v5-streamk.json). v4's kernel rule (12) stays inside: this one is
+# stricter, so a STREAMK=1 build always splits.
+SK_MIN_IDLE = 30
+
+
+def streamk_pays(m: int, n: int, k: int, c: dict, sms: int) -> bool:
+    """Whether this call's last wave is split by stream-K (compiled with STREAMK=1)."""
+    units, workers = _workers(m, n, k, c, sms)
+    splits = shape_config(m, n, k, c, sms)[3]
+    rem = units % workers
+    return bool(c["STREAMK"]) and splits == 1 and units > workers and rem != 0 and \
+        (workers - rem) * cdiv(k, 64) >= SK_MIN_IDLE * workers
+
+
 def streamk_scratch(call: Call, bm: int, bn: int, splits: int) -> tuple:
     """(partials, flags) for v4's stream-K fixup, or two null pointers where no unit can be split:
     a split of K (its own reduction), or units that divide evenly over the workers. The kernel
     uses them where its rule (kernel.cu, streamk_units) splits the last wave, a subset of these."""
     units, workers = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
-    if not call.cfg["STREAMK"] or splits > 1 or units <= workers or units % workers == 0:
+    if not call.cfg["STREAMK"]:  # defines_for: 1 only where streamk_pays
         return _NULL, _NULL
     slots = workers * (bm // 64)
     part_bytes = slots * 64 * bn * 4
