@@ -82,16 +82,6 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-// The tensor cores write the accumulators asynchronously, but to the compiler the wgmma asm wrote
-// them when it was issued: it may move a read of acc above wgmma.wait_group (nothing ties the two).
-// An empty asm that "rewrites" every accumulator after the wait pins all reads below it (CUTLASS's
-// warpgroup_fence_operand). Without it the H200 returned wrong elements in one build of v5's
-// gelu epilogue (tests/test_v5.py, commit b3795de). No instruction is emitted.
-template <int N>
-__device__ __forceinline__ void acc_fence(float (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 // D (64 x N, fp32, 128 threads x N/2 registers) += A (64 x 16, smem) * B (N x 16, smem)^T.
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a,
@@ -235,7 +225,6 @@ gemm_v3_wgmma_tma(const __grid_constant__ TmaDesc tmap_a, const __grid_constant_
     }
   }
   wgmma_wait<0>();
-  acc_fence(acc);  // every read of acc stays below the wait
 
   // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
   // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns

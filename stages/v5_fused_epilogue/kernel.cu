@@ -376,16 +376,6 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-// The tensor cores write the accumulators asynchronously, but to the compiler the wgmma asm wrote
-// them when it was issued: it may move a read of acc above wgmma.wait_group (nothing ties the two).
-// An empty asm that "rewrites" every accumulator after the wait pins all reads below it (CUTLASS's
-// warpgroup_fence_operand). Without it the H200 returned wrong elements in one build of v5's
-// gelu epilogue (tests/test_v5.py, commit b3795de). No instruction is emitted.
-template <int N>
-__device__ __forceinline__ void acc_fence(float (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 // D (64 x N, fp32, 128 threads x N/2 registers) += A (64 x 16, smem) * B (N x 16, smem)^T.
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a,
@@ -584,7 +574,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         if (kt > kt0) release(empty_bar + 8 * ((it - 1) % STAGES));
       }
       wgmma_wait<0>();
-      acc_fence(acc);  // every read of acc stays below the wait
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
 
 #if STREAMK && !PARTIAL
