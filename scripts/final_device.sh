@@ -38,15 +38,13 @@ case ${1:-} in
     run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$LOGS"
     run v5-verify-odd 90 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all ;;
   bench-big)   # the plain table alone (GPU stages named: with none, bench adds the CPU baseline,
-               # minutes at these shapes), then v5's stream-K switch and a racecheck of v5 on a
-               # shape whose every unit is stream-K
+               # minutes at these shapes), then a racecheck of v5 on a shape whose every unit is
+               # stream-K
     run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run v5-sk-tune 60 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 2048x3328x2048 --out "$LOGS/tune-v5-sk.json"
     run v5-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1536x3072x1024 ;;
-  v5-streamk)  # v5 with stream-K compiled in per call: timings first (quiet GPU), then checks
+  v5-streamk)  # v5's benches and checks (as run at b3795de, less the STREAMK=0 timing v5 now refuses)
     run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
-    run v5-sk-tune 80 python3 -m stages tune v5_fused_epilogue --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 4095x4097x4104 --shape 1537x3071x4104 --shape 1280x5120x8192 --publish
     run v5-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py
     run v5-gpu-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k v5_fused_epilogue
     (OUT=$LOGS BUDGET_S=$(( BUDGET - ($(date +%s) - T0) - 10 )) LOG=$LOGS/sk.log bash scripts/v5_device.sh v5-sk-check >/dev/null) ;;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import numpy as np
 import pytest
@@ -58,6 +59,37 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
             assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn, extra)
 
 
+def _every_build():
+    """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), each
+    activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
+    partials, which store directly)."""
+    for (bm, bn), depth in v5.TILES.items():
+        for act in v5.ACT_CODE.values():
+            for bias in (0, 2):
+                for tma_store, partial in ((1, 0), (0, 0), (0, 1)):
+                    yield {"BM": bm, "BN": bn, "STAGES": depth, "ACT": act, "BIAS": bias,
+                           "TMA_STORE": tma_store, "PARTIAL": partial}
+
+
+def _local_arrays(extra: dict) -> int:
+    return V5.compile("sm_90a", extra).ptx.count(".local")
+
+
+def test_no_build_keeps_the_accumulators_in_local_memory():
+    """A local array in the PTX means the compiler could not keep a variable in registers: for the
+    wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
+    whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
+    NVRTC's PTX for every build v5 makes (120 compiles, cached on disk). Register spills by ptxas
+    are a separate, performance matter (the README lists the builds that have them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    builds = list(_every_build())
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        counts = list(pool.map(_local_arrays, builds))
+    bad = [b for b, n in zip(builds, counts) if n]
+    assert not bad, f"{len(bad)} builds declare local memory, e.g. {bad[:3]}"
+
+
 class _Arr:
     def __init__(self, ptr):
         self.data = type("D", (), {"ptr": ptr})()
@@ -88,6 +120,8 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(CLUSTER_M=2)
     with pytest.raises(ValueError, match="BM 64 or 128"):
         V5.variant(BM=256)
+    with pytest.raises(ValueError, match="STREAMK == 1"):
+        V5.variant(STREAMK=0)
 
 
 # ---- on an H200 ------------------------------------------------------------------------------------

@@ -98,6 +98,13 @@ class Compiled:
     def has_ptxas_report(self, kernel: str) -> bool:
         return f"Function properties for {kernel}" in self.log and "Used " in self.log
 
+    @property
+    def ptx(self) -> str:
+        """The PTX NVRTC generated on the way to the cubin (kept beside it in the cache). Where a
+        local array was declared (`.local`), the compiler could not keep a variable in registers:
+        for wgmma accumulators that is wrong results, not only slow code."""
+        return self.cubin_path.with_suffix(".ptx").read_text()
+
 
 def elf_u32(cubin: bytes, symbol: str, default: int | None = None) -> int | None:
     """Read a 4-byte initialised device variable from a cubin (an ELF64 file), no GPU needed.
@@ -142,7 +149,8 @@ def compile_cubin(source: str, name: str, arch: str, defines: dict | None = None
     key = hashlib.sha256("\0".join([source, nvrtc_version(), *key_opts]).encode()).hexdigest()[:24]
     folder = cache_dir()
     cubin_path, log_path = folder / f"{name}-{arch}-{key}.cubin", folder / f"{name}-{arch}-{key}.log"
-    if not fresh and cubin_path.exists() and log_path.exists():
+    ptx_path = cubin_path.with_suffix(".ptx")
+    if not fresh and cubin_path.exists() and log_path.exists() and ptx_path.exists():
         return Compiled(cubin_path, log_path.read_text(), arch, opts)
 
     nvrtc = _nvrtc()
@@ -159,9 +167,12 @@ def compile_cubin(source: str, name: str, arch: str, defines: dict | None = None
         size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
         cubin = b" " * size
         nvrtc.nvrtcGetCUBIN(prog, cubin)
+        size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+        ptx = b" " * size
+        nvrtc.nvrtcGetPTX(prog, ptx)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    for path, data in ((cubin_path, cubin), (log_path, log.encode())):
+    for path, data in ((cubin_path, cubin), (ptx_path, ptx.rstrip(b"\0 ")), (log_path, log.encode())):
         fd, tmp = tempfile.mkstemp(dir=folder)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

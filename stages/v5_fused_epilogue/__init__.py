@@ -83,7 +83,7 @@ def check_config(c: dict) -> None:
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
         (c["CLUSTER_M"] == 1, "CLUSTER_M == 1 (clusters and edge tiles or split K are not combined here; v4 measured no gain)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
-        (c["STREAMK"] in (0, 1), "STREAMK 0 or 1"),
+        (c["STREAMK"] == 1, "STREAMK == 1 (a STREAMK=0 build keeps the gelu accumulators in local memory: see streamk_pays)"),
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
     ]
@@ -111,7 +111,6 @@ def defines_for(call: Call) -> dict:
     return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1),
-            "STREAMK": int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count)),
             "TMA_STORE": int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct")}
 
 
@@ -127,18 +126,21 @@ def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
     return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1], 1, 1), block=(128 * (1 + bm // 64), 1, 1))
 
 
-# Stream-K (v4's last-wave split) is compiled in per call (the STREAMK define), only where the
-# last wave leaves at least SK_MIN_IDLE k-blocks per worker idle. In v5 the build that carries
-# the fixup ran ~1% slower where it does not split (4096^3: 0.1864/0.1885 ms against
-# 0.1846/0.1866 without it), and the split paid at 8192^3 (+0.2%), 4095 x 4097 x 4104 (+6%) and
-# lost at 4096 x 14336 x 4096 (27 idle k-blocks per worker: -0.2 to -0.4%) and 2048 x 3328 x 2048
-# (14: -3%) (results/tuning/*-v5-streamk.json). v4's kernel rule (12) stays inside: this one is
-# stricter, so a STREAMK=1 build always splits.
-SK_MIN_IDLE = 30
+# Stream-K (v4's last-wave split, kernel.cu "schedule"): the kernel decides per launch which units
+# to split (streamk_units: at least 12 idle k-blocks per worker in the last wave); streamk_pays is
+# the same rule on the host (tests/test_schedule.py compares the two), used to hand the kernel its
+# scratch only where it splits. STREAMK is always 1 in v5: a STREAMK=0 build of this kernel with
+# the erf gelu keeps the accumulators in local memory (NVVM leaves the epilogue's pass loop rolled,
+# so acc is indexed at run time; 256 B stack frame), which wgmma cannot use: those builds returned
+# wrong elements on the H200 (tests/test_v5.py at commit b3795de). Every build v5 makes is checked
+# for local memory (tests/test_v5.py). Measured in v5 (results/tuning/*-v5-streamk.json): the split
+# gains 6-15% at 4095 x 4097 x 4104, 1537 x 3071 x 4104 and 1280 x 5120 x 8192, and is within
+# +-0.5% at 8192^3 and 4096 x 14336 x 4096 (v4: +2-4%).
+SK_MIN_IDLE = 12
 
 
 def streamk_pays(m: int, n: int, k: int, c: dict, sms: int) -> bool:
-    """Whether this call's last wave is split by stream-K (compiled with STREAMK=1)."""
+    """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
     units, workers = _workers(m, n, k, c, sms)
     splits = shape_config(m, n, k, c, sms)[3]
     rem = units % workers
@@ -151,7 +153,7 @@ def streamk_scratch(call: Call, bm: int, bn: int, splits: int) -> tuple:
     a split of K (its own reduction), or units that divide evenly over the workers. The kernel
     uses them where its rule (kernel.cu, streamk_units) splits the last wave, a subset of these."""
     units, workers = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
-    if not call.cfg["STREAMK"]:  # defines_for: 1 only where streamk_pays
+    if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
         return _NULL, _NULL
     slots = workers * (bm // 64)
     part_bytes = slots * 64 * bn * 4
