@@ -145,6 +145,15 @@ int main() {
 """
 
 
+def run_on_host(tmp_path, stage_name: str, order: int, main: str) -> subprocess.CompletedProcess:
+    """Build the stage's schedule section (with ORDER) plus `main` as a host program and run it."""
+    src = tmp_path / "schedule.cpp"
+    src.write_text(PRELUDE + f"#define ORDER {order}\n" + schedule_source(stage_name) + main)
+    exe = tmp_path / "schedule"
+    subprocess.run([CXX, "-std=c++17", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
+    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+
+
 def schedule_source(stage_name: str) -> str:
     code = stages.get(stage_name).code()
     start = code.index("// ---- schedule: tile index")
@@ -156,11 +165,7 @@ def schedule_source(stage_name: str) -> str:
 @pytest.mark.parametrize("stage", ["v4_swizzle_pipeline", "v5_fused_epilogue"])
 @pytest.mark.parametrize("order", [0, 1, 2])
 def test_schedule_on_host(tmp_path, stage, order):
-    src = tmp_path / "schedule.cpp"
-    src.write_text(PRELUDE + f"#define ORDER {order}\n" + schedule_source(stage) + CHECKER)
-    exe = tmp_path / "schedule"
-    subprocess.run([CXX, "-std=c++17", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
-    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    res = run_on_host(tmp_path, stage, order, CHECKER)
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
 
 
@@ -180,13 +185,10 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     for m, n, k in shapes:
         units, workers = v5._workers(m, n, k, cfg, sms)
         rows.append((units, workers, cdiv(k, 64), v5.streamk_pays(m, n, k, cfg, sms)))
-    src = tmp_path / "rule.cpp"
-    src.write_text(PRELUDE + "#define ORDER 1\n" + schedule_source("v5_fused_epilogue") + "int main() {\n"
-                   + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt, _ in rows)
-                   + "  return 0;\n}\n")
-    exe = tmp_path / "rule"
-    subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
-    kernel_splits = [int(x) > 0 for x in subprocess.run([str(exe)], capture_output=True, text=True).stdout.split()]
+    main = ("int main() {\n" + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt, _ in rows)
+            + "  return 0;\n}\n")
+    out = run_on_host(tmp_path, "v5_fused_epilogue", 1, main).stdout
+    kernel_splits = [int(x) > 0 for x in out.split()]
     assert len(kernel_splits) == len(rows)
     wrong = [s for s, (_, _, _, pays), ks in zip(shapes, rows, kernel_splits) if pays != ks]
     assert not wrong, f"host and kernel disagree on splitting: {wrong}"

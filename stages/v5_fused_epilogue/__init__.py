@@ -148,14 +148,12 @@ def streamk_pays(m: int, n: int, k: int, c: dict, sms: int) -> bool:
         (workers - rem) * cdiv(k, 64) >= SK_MIN_IDLE * workers
 
 
-def streamk_scratch(call: Call, bm: int, bn: int, splits: int) -> tuple:
-    """(partials, flags) for v4's stream-K fixup, or two null pointers where no unit can be split:
-    a split of K (its own reduction), or units that divide evenly over the workers. The kernel
-    uses them where its rule (kernel.cu, streamk_units) splits the last wave, a subset of these."""
-    units, workers = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
+def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
+    """(partials, flags) for v4's stream-K fixup where the kernel splits the last wave
+    (streamk_pays, the kernel's own rule), else two null pointers."""
     if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
         return _NULL, _NULL
-    slots = workers * (bm // 64)
+    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * (bm // 64)
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -186,7 +184,7 @@ def plan(call: Call, kernels) -> list:
     args = (tma.tensor_map(a, bm, 64), tma.tensor_map(b, bn, 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
-            ws, np.int32(splits), np.int32(ldw), *streamk_scratch(call, bm, bn, splits))
+            ws, np.int32(splits), np.int32(ldw), *streamk_scratch(call, bm, bn))
     steps.append(kernels.launcher(args))
     if splits > 1:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
