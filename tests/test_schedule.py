@@ -134,7 +134,8 @@ int main() {
   for (int workers : workers_list)
     for (int kt : kts)
       for (int units = 1; units <= 3 * workers + 5; units += (units < 2 * workers ? 1 : 3)) {
-        if (units < workers) continue;  // the grid is min(units, SMs): workers <= units
+        // (units < workers: v4 leaves the extra workers idle; v5 launches that grid only to split
+        // every unit, SK_FILL: both must still compute every k-block exactly once)
         check_streamk(units, workers, kt);
       }
   check_streamk(512, 132, 64); check_streamk(2048, 132, 128); check_streamk(1792, 132, 64);
@@ -197,3 +198,12 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     assert not v5.streamk_pays(4096, 4096, 4096, cfg, sms)      # 116 of 132: too little idle
     assert v5.streamk_pays(4096, 14336, 4096, cfg, sms)         # 27 idle k-blocks per worker >= 12
     assert not v5.streamk_pays(1, 4096, 4096, cfg, sms)         # a split of K has its own reduction
+    # Under one wave (SK_FILL): every SM launched and every unit shared out, or the grid stays
+    # min(units, SMs) where too little would be gained.
+    for shape in [(128, 4096, 4096), (256, 4096, 4096), (256, 2048, 8192)]:  # >= 32 idle k-blocks per SM
+        assert v5._workers(*shape, cfg, sms)[1] == sms and v5.streamk_pays(*shape, cfg, sms), shape
+    # 8-10 idle k-blocks, and 64-row tiles (measured losses)
+    for shape in [(128, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000), (40, 8448, 4096)]:
+        assert v5._workers(*shape, cfg, sms)[1] < sms and not v5.streamk_pays(*shape, cfg, sms), shape
+    assert v5._workers(129, 7, 4104, {**cfg, "SK_FILL": 1}, sms) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
+    assert v5._workers(128, 4096, 4096, {**cfg, "SK_FILL": 0}, sms) == (32, 32)

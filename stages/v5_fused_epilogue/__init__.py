@@ -15,7 +15,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 # `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
-          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1}
+          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -86,6 +86,7 @@ def check_config(c: dict) -> None:
         (c["STREAMK"] == 1, "STREAMK == 1 (a STREAMK=0 build keeps the gelu accumulators in local memory: see streamk_pays)"),
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
+        (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:
@@ -115,10 +116,29 @@ def defines_for(call: Call) -> dict:
 
 
 def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
-    """(units, workers): a unit is a (tile, split of K); persistent: min(units, SMs) blocks."""
+    """(units, workers): a unit is a (tile, split of K); persistent: min(units, SMs) blocks, or
+    all SMs where stream-K shares out a wave that would leave SMs idle (sk_fills)."""
     bm, bn, _, splits = shape_config(m, n, k, c, sms)
     units = cdiv(m, bm) * cdiv(n, bn) * splits
-    return units, (min(units, sms) if c["PERSISTENT"] else units)
+    if not c["PERSISTENT"]:
+        return units, units
+    return units, (sms if sk_fills(units, cdiv(k, 64), bm, splits, c, sms) else min(units, sms))
+
+
+# Under one wave (fewer units than SMs) the kernel can share every unit's k-blocks out over all
+# SMs by stream-K (it splits every unit when the grid is wider than the units). Measured on the
+# H200 (results/probes/*-lever-probe.json, SK_FILL=0 against 1 and 32): with 128-row tiles it
+# gains where it leaves at least ~32 idle k-blocks per SM (128 x 4096 x 4096: 30.5 -> 25.9 us;
+# 256 x 4096 x 4096 31.1 -> 27.4; 256 x 2048 x 8192 52.4 -> 30.8) and loses below (128 x 14336 x
+# 4096, 10 idle: 42.4 -> 47.5; 1000^3, 8 idle: 13.4 -> 19.0): the partial sums and the waits on
+# them are a fixed cost that short ranges do not repay. With 64-row tiles (M <= 64) it lost at
+# every shape tried, 32 idle included (40 x 8448 x 4096: 28.8 -> 30.4); a grid under half full
+# there takes the split of K instead (_auto).
+def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) -> bool:
+    """Whether to launch one block per SM for fewer units than SMs and split them all by stream-K:
+    128-row tiles, at least SK_FILL idle k-blocks per SM to gain, 4 k-blocks or more per SM."""
+    return bool(c["STREAMK"] and c["SK_FILL"] and c["PERSISTENT"]) and bm == 128 and splits == 1 and \
+        units < sms and (sms - units) * k_tiles >= c["SK_FILL"] * sms and units * k_tiles >= MIN_K_TILES_PER_SPLIT * sms
 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
@@ -143,6 +163,8 @@ def streamk_pays(m: int, n: int, k: int, c: dict, sms: int) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
     units, workers = _workers(m, n, k, c, sms)
     splits = shape_config(m, n, k, c, sms)[3]
+    if units < workers:  # the grid sk_fills chose: every unit is split
+        return True
     rem = units % workers
     return bool(c["STREAMK"]) and splits == 1 and units > workers and rem != 0 and \
         (workers - rem) * cdiv(k, 64) >= SK_MIN_IDLE * workers

@@ -16,12 +16,15 @@
 //             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
 //             applies the epilogue. Without a split, v4's stream-K last wave (STREAMK=1), with
-//             its own per-stream workspace (sk_ws, flags).
+//             its own per-stream workspace (sk_ws, flags); where the units fill less than one
+//             wave the host may launch one block per SM instead (SK_FILL), and then every unit
+//             is shared out by stream-K.
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
 //             copy otherwise); the C tensor map also needs N % 8 == 0 and an aligned out.
-// Launch:     1-D grid of min(units, SMs) blocks (PERSISTENT=1; one per unit if 0), unit =
+// Launch:     1-D grid of min(units, SMs) blocks, or SMs where SK_FILL splits a wave under one
+//             (PERSISTENT=1; one per unit if 0), unit =
 //             (tile, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
 //             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (AUTO=0:
 //             as given, the split from SPLIT_K); the kernel sees the split as `splits`. The reduce
@@ -227,7 +230,8 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 // Units 0 .. dp_units-1 are data-parallel: worker w takes w, w + workers, ... whole. With STREAMK,
 // the last sk_units units (the partial wave, plus one full wave when the partial one is under half
 // full, so that no unit is split more than about three ways; none where the idle part is too small
-// to pay for the partial sums) are stream-K: their sk_units x
+// to pay for the partial sums; all of them where the grid has more workers than units) are
+// stream-K: their sk_units x
 // num_k_tiles k-blocks are cut into `workers` equal contiguous ranges, one per worker. A range
 // covers the end of one unit, whole units, the start of another; it is walked from its END down,
 // so a worker first computes the start of a unit that a HIGHER worker finishes (and publishes the
@@ -241,8 +245,11 @@ __host__ __device__ __forceinline__ int streamk_units(int units, int workers, in
   // 64 KiB of fp32 per consumer warpgroup, written once and read once, measured at ~5 us, about
   // 8 k-blocks of a worker (~0.7 us each at 128 x 256): so at least 12 idle k-blocks per worker.
   // (scripts/sk_probe.py: at M = K = 4096 a last wave of 112-124 of 132 blocks lost, 16-88 won.)
+  // A grid wider than the units (v5 only): the host launched every SM to share one partial wave
+  // (__init__.py, SK_FILL), so every unit is split.
+  if (units < workers) return units;
   const int rem = units % workers;
-  if (units <= workers || rem == 0 || static_cast<long long>(workers - rem) * kt < 12LL * workers) return 0;
+  if (rem == 0 || static_cast<long long>(workers - rem) * kt < 12LL * workers) return 0;
   return 2 * rem >= workers ? rem : rem + workers;
 #else
   return 0;

@@ -1,0 +1,193 @@
+"""Where the last percent goes at the issue shapes (v4 README "Open questions", v5 README "Spills
+since stream-K"): the shipped kernels against probe copies, timed in interleaved rounds so that
+clock drift between variants cancels (every variant gets `--rounds` x `--reps` samples; the row is
+their median).
+
+v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
+  v4            shipped (STREAMK=1)
+  v4-dp         STREAMK=0
+  v4-9c65b8b    the kernel before stream-K (scripts/probe_kernels/, commit 9c65b8b): was the
+                data-parallel path slower after the refactor?
+  v4-peel       shipped, the first k-block of a unit issued by its own unrolled copy (scale-d an
+                immediate), as the pre-stream-K build's k-loop compiled
+  v4-noepi      diagnostic, WRONG results: no epilogue at all (what the epilogue costs on the
+                critical path: the most a ping-pong schedule could hide)
+  v4-nowait1    diagnostic, may be WRONG: the second store pass does not wait for the first
+                pass's store to have read the staging tile (what that wait costs)
+  v4-dbl64      the same 32 KiB staging as two 64-column buffers per warpgroup, four passes:
+                a pass waits only for the store two passes back (wait_group.read 1)
+  v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
+                for the first pass's store between the two)
+v5_fused_epilogue at 4096^3 and 8192^3:
+  v5 / v5-dp    plain GEMM, shipped / STREAMK=0 (allowed for the plain GEMM in this probe only)
+  v5[epi] / v5-inloop[epi]   bias+gelu_tanh, bias+gelu, bias: shipped fuse (a pass's 64 values
+                before the stores) / fused per stmatrix (two 8-column chunks at a time: no spill)
+  torch_addmm_gelu, torch_linear (when torch imports): the baselines of the fused goals.
+v5 under one wave (fewer tiles than SMs: 128 x 14336 x 4096, 16 x 14336 x 4096, 1000^3, ...):
+  v5            shipped: every SM launched and the units shared out by stream-K (sk_fills) where
+                that leaves at least SK_FILL idle k-blocks per SM
+  v5-fill1      SK_FILL=1: wherever a single wave leaves SMs idle
+  v5-nofill     SK_FILL=0: one block per unit, the other SMs idle
+Judged against float64 where the result is meant to be right; diagnostics are timed only.
+    python3 scripts/lever_probe.py --out DIR      ->  DIR/lever-probe.json
+"""
+import argparse
+import dataclasses
+import json
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import stages
+from stages.core import contract, gpu
+from stages.tools import records, verify
+from stages.tools.timing import L2Flusher, time_gpu, tflops
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+p.add_argument("--reps", type=int, default=10)
+p.add_argument("--rounds", type=int, default=4)
+p.add_argument("--only", default="fill,v4,v5")
+args = p.parse_args()
+HERE = Path(__file__).resolve().parent
+tmp = Path(tempfile.mkdtemp())
+
+
+def mutated(stage, name, subs, **replace):
+    src = stage.code()
+    for old, new in subs:
+        assert old in src, (name, old)
+        src = src.replace(old, new)
+    folder = tmp / name / stage.base_name  # same folder name: same entry point and base name
+    folder.mkdir(parents=True)
+    (folder / "kernel.cu").write_text(src)
+    return dataclasses.replace(stage, source=folder / "kernel.cu", name=f"{stage.base_name}[{name}]", **replace)
+
+
+V4 = stages.get("v4_swizzle_pipeline")
+V5 = stages.get("v5_fused_epilogue")
+code4 = V4.code()
+LOOP = ("        for (int kk = 0; kk < BK / 16; ++kk)\n"
+        "          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);\n")
+PEEL = ("        if (kt == kb) {\n#pragma unroll\n        for (int kk = 0; kk < BK / 16; ++kk)\n"
+        "          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), kk != 0);\n"
+        "        } else {\n#pragma unroll\n        for (int kk = 0; kk < BK / 16; ++kk)\n"
+        "          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), 1);\n        }\n")
+EPI = "      // ---- epilogue: accumulator layout of m64nN"
+WAIT1 = "        if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile\n"
+DBL64 = [("#define EPI_COLS 128", "#define EPI_COLS 64"),
+         ("#define EPI_WG_BYTES (64 * EPI_COLS * 2)", "#define EPI_WG_BYTES (2 * 64 * EPI_COLS * 2)"),
+         (WAIT1, "        const unsigned epib = epi + (pass % 2) * EPI_BOX_BYTES;  // two 64-column buffers\n"
+                 "        if (leader) asm volatile(\"cp.async.bulk.wait_group.read 1;\\n\" ::: \"memory\");\n"),
+         ("const unsigned addr = epi + (cj / 8)", "const unsigned addr = epib + (cj / 8)"),
+         ("const unsigned box = epi + (jj / 8)", "const unsigned box = epib + (jj / 8)"),
+         ("tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES", "tma_store_2d(&tmap_c, epib + b * EPI_BOX_BYTES")]
+v4_variants = {
+    "v4": V4,
+    "v4-dp": V4.variant(STREAMK=0),
+    "v4-9c65b8b": dataclasses.replace(V4, source=HERE / "probe_kernels" / "v4_swizzle_pipeline_9c65b8b.cu",
+                                      name="v4_swizzle_pipeline[9c65b8b]",
+                                      arguments=lambda call: V4.arguments(call)[:-2]),
+    "v4-peel": mutated(V4, "peel", [("#pragma unroll\n" + LOOP, PEEL)]),
+    "v4-noepi": mutated(V4, "noepi", [(EPI, "      if (M > 0) continue;  // DIAGNOSTIC: no epilogue\n" + EPI)]),
+    "v4-s3e256": mutated(V4, "s3e256", [("#define EPI_COLS 128", "#define EPI_COLS 256")]).variant(STAGES=3),
+    "v4-nowait1": mutated(V4, "nowait1", [(WAIT1, "        if (leader && pass == 0) tma_store_wait_read();  // DIAGNOSTIC\n")]),
+    "v4-dbl64": mutated(V4, "dbl64", DBL64),
+}
+v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64"}
+
+FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
+STM = "            const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;\n"
+V5any = dataclasses.replace(V5, check_config=lambda c: None)
+v5_variants = {
+    "v5": V5,
+    "v5-dp": V5any.variant(STREAMK=0),
+    "v5-inloop": mutated(V5, "inloop", [(FUSE, ""), (STM, STM + "            fuse<2>(acc, j, bias_base, alpha, t);\n")]),
+}
+
+cp = gpu.cupy()
+dev = gpu.current()
+flush = L2Flusher(dev.l2_bytes)
+CUBLAS = stages.get("cublas")
+torch_ok = True
+try:
+    import torch  # noqa: F401
+except Exception:  # noqa: BLE001
+    torch_ok = False
+rows = []
+
+
+def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain"):
+    """entries: {name: stage}; all prepared on the same operands, timed in interleaved rounds."""
+    a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
+    kw = {}
+    if epi is not contract.PLAIN:
+        kw = {"bias": epi.bias, "alpha": epi.alpha, "activation": epi.activation}
+    ref, mag = verify.reference(a, b, cp, epi)
+    out = cp.empty((m, n), cp.float16)
+    runs, checks = {}, {}
+    for name, st in entries.items():
+        try:
+            run = st.prepare(a, b, out, **kw)
+        except Exception as exc:  # noqa: BLE001
+            checks[name] = f"unavailable: {type(exc).__name__}: {str(exc)[:120]}"
+            continue
+        out.fill(float("nan"))
+        run()
+        cp.cuda.get_current_stream().synchronize()
+        if name in judged:
+            chk = verify.judge_output(verify.Check(name, m, n, k, 0), out, ref, mag, cp)
+            checks[name] = "ok" if chk.passed else "FAIL " + chk.reason
+        runs[name] = run
+    samples = {name: [] for name in runs}
+    for _ in range(args.rounds):
+        for name, run in runs.items():
+            samples[name] += time_gpu(run, reps=args.reps, flush=flush).ms
+    med = {name: float(np.median(s)) for name, s in samples.items()}
+    base = med.get("cublas") or med.get("torch_addmm_gelu")
+    for name, ms in med.items():
+        rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": name, "ms_median": ms,
+                     "tflops": tflops(m, n, k, ms), "x_first_baseline": base / ms if base else None,
+                     "samples": len(samples[name]), "check": checks.get(name, "not judged")})
+    print(f"{m}x{n}x{k} {label}: " + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items())
+          + "  | " + " ".join(f"{nm}:{c}" for nm, c in checks.items()), flush=True)
+    del a, b, ref, mag, out
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+only = set(args.only.split(","))
+if "v4" in only:
+    for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]:
+        measure(*shape, {"cublas": CUBLAS, **v4_variants, "v5": V5, "v5-dp": v5_variants["v5-dp"]},
+                v4_judged | {"v5", "v5-dp", "cublas"})
+if "v5" in only:
+    for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192)]:
+        bias = (cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32)).astype(cp.float16)
+        for act in ("gelu_tanh", "gelu", None):
+            epi = contract.Epilogue(bias=bias, alpha=1.0, activation=act)
+            label = "bias" + (f"+{act}" if act else "")
+            base = {}
+            if torch_ok and act == "gelu_tanh":
+                base["torch_addmm_gelu"] = stages.get("torch_addmm_gelu")
+            if torch_ok:
+                base["torch_linear"] = stages.get("torch_linear")
+            measure(m, n, k, {**base, "v5": V5, "v5-inloop": v5_variants["v5-inloop"]},
+                    {"v5", "v5-inloop"}, epi, label)
+
+if "fill" in only:
+    # Waves under one (sk_fills): every SM launched and the units shared out by stream-K (SK_FILL=1,
+    # the least idle work that triggers it) against a grid of one block per unit (SK_FILL=0).
+    for shape in [(128, 14336, 4096), (64, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000),
+                  (128, 4096, 4096), (256, 4096, 4096), (512, 4096, 4096), (100, 7001, 2048),
+                  (40, 9000, 1000), (1024, 2048, 2048), (200, 3001, 4104), (40, 8448, 4096),
+                  (128, 8192, 4096), (256, 2048, 8192)]:
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, "v5-fill1": V5.variant(SK_FILL=1),
+                         "v5-nofill": V5.variant(SK_FILL=0)}, {"v5", "v5-fill1", "v5-nofill", "cublas"})
+
+with open(os.path.join(args.out, "lever-probe.json"), "w") as f:
+    json.dump({"kind": "lever-probe", "env": records.environment(),
+               "settings": {"reps": args.reps, "rounds": args.rounds, "l2_flush": True, "interleaved": True},
+               "results": rows}, f, indent=1)
