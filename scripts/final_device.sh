@@ -5,7 +5,7 @@
 #                stream-K verify and sanitizer steps of v5_device.sh (no timing), at once
 #   perf         the published benchmarks (plain, v5's shapes, fused epilogues), v4's ablation
 #                (published), v5's shape sweep and the tail strategies
-# Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/final_device.sh correctness|perf
+# Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/final_device.sh correctness|perf|v5-fill
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/final-out}
@@ -17,6 +17,8 @@ STEP_LOGS=$LOGS
 T0=$(date +%s)
 source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD...
 STAMP=$(mktemp); touch "$STAMP"
+# v5's shapes: the issue's decode/prefill and tail shapes, then waves under one that SK_FILL shares
+V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 case ${1:-} in
   correctness)
@@ -32,7 +34,7 @@ case ${1:-} in
   perf)
     run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run v4-ablation 170 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant STREAMK=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --publish
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
     run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$LOGS"
@@ -48,7 +50,13 @@ case ${1:-} in
     run v5-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py
     run v5-gpu-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k v5_fused_epilogue
     (OUT=$LOGS BUDGET_S=$(( BUDGET - ($(date +%s) - T0) - 10 )) LOG=$LOGS/sk.log bash scripts/v5_device.sh v5-sk-check >/dev/null) ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk"; exit 2 ;;
+  v5-fill)     # v5's shape table (published) and the SK_FILL shapes verified with repeats and
+               # every epilogue, then racecheck on one
+    run bench-v5-shapes 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
+    run v5-fill-verify 150 python3 -m stages verify v5_fused_epilogue --shape 128x4096x4096 --shape 200x3001x4103 --shape 256x2048x8192 --shape 200x1000x4103 --epilogue all --repeat 3
+    run v5-fill-memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x1000x4103 --shape 200x3001x4103
+    run v5-fill-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x1000x4103 ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

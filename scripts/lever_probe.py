@@ -16,10 +16,16 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
                 pass's store to have read the staging tile (what that wait costs)
   v4-dbl64      the same 32 KiB staging as two 64-column buffers per warpgroup, four passes:
                 a pass waits only for the store two passes back (wait_group.read 1)
+  v4-u2         the k-block loop unrolled by two (#pragma unroll 2): the loop shape the
+                pre-stream-K build had (12 HGMMA in the SASS: first k-block peeled, two per trip)
+  v4-i0         the k-block loops count i = 0 .. ke - kb (scale-d and the release test on i, as
+                the pre-stream-K kernel's loop on kt from 0) instead of kt = kb .. ke
+  v4-nostore    diagnostic, WRONG results: the epilogue without its TMA stores (staging only)
   v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
                 for the first pass's store between the two)
 v5_fused_epilogue at 4096^3 and 8192^3:
   v5 / v5-dp    plain GEMM, shipped / STREAMK=0 (allowed for the plain GEMM in this probe only)
+  v5-u2         v5 with the k-block loop unrolled by two (as v4-u2), plain and fused
   v5[epi] / v5-inloop[epi]   bias+gelu_tanh, bias+gelu, bias: shipped fuse (a pass's 64 values
                 before the stores) / fused per stmatrix (two 8-column chunks at a time: no spill)
   torch_addmm_gelu, torch_linear (when torch imports): the baselines of the fused goals.
@@ -51,6 +57,7 @@ p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
 p.add_argument("--reps", type=int, default=10)
 p.add_argument("--rounds", type=int, default=4)
 p.add_argument("--only", default="fill,v4,v5")
+p.add_argument("--v4", default="v4,v4-dp,v4-9c65b8b,v4-peel,v4-noepi,v4-s3e256,v4-nowait1,v4-dbl64,v4-u2,v4-nostore,v4-i0")
 args = p.parse_args()
 HERE = Path(__file__).resolve().parent
 tmp = Path(tempfile.mkdtemp())
@@ -77,6 +84,12 @@ PEEL = ("        if (kt == kb) {\n#pragma unroll\n        for (int kk = 0; kk < 
         "        } else {\n#pragma unroll\n        for (int kk = 0; kk < BK / 16; ++kk)\n"
         "          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), 1);\n        }\n")
 EPI = "      // ---- epilogue: accumulator layout of m64nN"
+KLOOP = "      for (int kt = kb; kt < ke; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"
+I0 = [(KLOOP, "      for (int i = 0, n = ke - kb; i < n; ++i, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"),
+      ("((kt - kb) | kk) != 0", "(i | kk) != 0"), ("if (kt > kb) release", "if (i > 0) release"),
+      ("        for (int kt = kb; kt < ke; ++kt, ++it) {\n          const int s = it % STAGES;",
+       "        for (int i = 0, n = ke - kb; i < n; ++i, ++it) {\n          const int kt = kb + i;\n          const int s = it % STAGES;")]
+STORE2D = "            tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES"
 WAIT1 = "        if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile\n"
 DBL64 = [("#define EPI_COLS 128", "#define EPI_COLS 64"),
          ("#define EPI_WG_BYTES (64 * EPI_COLS * 2)", "#define EPI_WG_BYTES (2 * 64 * EPI_COLS * 2)"),
@@ -96,16 +109,21 @@ v4_variants = {
     "v4-s3e256": mutated(V4, "s3e256", [("#define EPI_COLS 128", "#define EPI_COLS 256")]).variant(STAGES=3),
     "v4-nowait1": mutated(V4, "nowait1", [(WAIT1, "        if (leader && pass == 0) tma_store_wait_read();  // DIAGNOSTIC\n")]),
     "v4-dbl64": mutated(V4, "dbl64", DBL64),
+    "v4-u2": mutated(V4, "u2", [(KLOOP, "#pragma unroll 2\n" + KLOOP)]),
+    "v4-nostore": mutated(V4, "nostore", [(STORE2D, "            if (M < 0) " + STORE2D.lstrip())]),
+    "v4-i0": mutated(V4, "i0", I0),
 }
-v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64"}
+v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0"}
 
 FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
+KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"
 STM = "            const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;\n"
 V5any = dataclasses.replace(V5, check_config=lambda c: None)
 v5_variants = {
     "v5": V5,
     "v5-dp": V5any.variant(STREAMK=0),
     "v5-inloop": mutated(V5, "inloop", [(FUSE, ""), (STM, STM + "            fuse<2>(acc, j, bias_base, alpha, t);\n")]),
+    "v5-u2": mutated(V5, "u2", [(KLOOP5, "#pragma unroll 2\n" + KLOOP5)]),
 }
 
 cp = gpu.cupy()
@@ -159,10 +177,11 @@ def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain"):
 
 
 only = set(args.only.split(","))
+V4_SET = set(args.v4.split(","))
 if "v4" in only:
     for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]:
-        measure(*shape, {"cublas": CUBLAS, **v4_variants, "v5": V5, "v5-dp": v5_variants["v5-dp"]},
-                v4_judged | {"v5", "v5-dp", "cublas"})
+        measure(*shape, {"cublas": CUBLAS, **{k: v for k, v in v4_variants.items() if k in V4_SET},
+                         "v5": V5, "v5-u2": v5_variants["v5-u2"]}, v4_judged | {"v5", "v5-u2", "cublas"})
 if "v5" in only:
     for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192)]:
         bias = (cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32)).astype(cp.float16)
@@ -174,8 +193,7 @@ if "v5" in only:
                 base["torch_addmm_gelu"] = stages.get("torch_addmm_gelu")
             if torch_ok:
                 base["torch_linear"] = stages.get("torch_linear")
-            measure(m, n, k, {**base, "v5": V5, "v5-inloop": v5_variants["v5-inloop"]},
-                    {"v5", "v5-inloop"}, epi, label)
+            measure(m, n, k, {**base, "v5": V5, "v5-u2": v5_variants["v5-u2"]}, {"v5", "v5-u2"}, epi, label)
 
 if "fill" in only:
     # Waves under one (sk_fills): every SM launched and the units shared out by stream-K (SK_FILL=1,

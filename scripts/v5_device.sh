@@ -47,7 +47,8 @@ for step in "$@"; do
       run v4-sk-pytest 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py -k v4_swizzle
       [ $step = v4-sk ] && run v4-sk-tune 200 python3 -m stages tune v4_swizzle_pipeline --variant default --variant STREAMK=0 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --out "$OUT/tune-v4-sk.json" ;;
     v5-sk|v5-sk-check)
-      SK5="--shape 4095x4097x4104 --shape 1537x3071x4104 --shape 2048x4352x4100 --shape 1280x5120x8192 --shape 1281x5119x8190"  # tests/test_v5.py STREAMK_SHAPES
+      # tests/test_v5.py STREAMK_SHAPES: split last waves, then waves under one shared by every SM (SK_FILL)
+      SK5="--shape 4095x4097x4104 --shape 1537x3071x4104 --shape 2048x4352x4100 --shape 1280x5120x8192 --shape 1281x5119x8190 --shape 128x4096x4096 --shape 200x3001x4103 --shape 256x2048x8192"
       run v5-sk-verify 200 python3 -m stages verify v5_fused_epilogue $SK5 --epilogue all
       run v5-sk-verify-repeat 100 python3 -m stages verify v5_fused_epilogue $SK5 --repeat 5
       # every unit stream-K (144 = 132 + 12) at K = 1024 and 2112; the partial wave (208 = 132 + 76)
