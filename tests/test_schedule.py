@@ -171,6 +171,35 @@ def test_schedule_on_host(tmp_path, stage, order):
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
+def test_v4_host_rule_is_the_kernels(tmp_path):
+    """v4's host rule (streamk_splits: which build a call runs, and its scratch) is exactly the
+    kernel's (streamk_units > 0): a call the kernel would split never runs the build without the
+    fixup; and the shapes the README names are split or not as it says."""
+    import stages.v4_swizzle_pipeline as v4
+    from stages.core import gpu
+
+    st = stages.get("v4_swizzle_pipeline")
+    dev = gpu.REFERENCE_DEVICE
+    shapes = [(m, n, k) for m in (128, 1024, 2048, 4096, 8192) for n in (256, 2304, 3328, 4096, 4352, 14336)
+              for k in (64, 128, 1024, 2048, 4096, 8192)]
+    rows = []
+    for m, n, k in shapes:
+        units, workers = v4._workers(m, n, st.defines, dev)
+        rows.append((units, workers, k // 64, v4.streamk_splits(m, n, k, st.defines, dev)))
+    main = ("int main() {\n" + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt, _ in rows)
+            + "  return 0;\n}\n")
+    out = run_on_host(tmp_path, "v4_swizzle_pipeline", 1, main).stdout
+    kernel_splits = [int(x) > 0 for x in out.split()]
+    assert len(kernel_splits) == len(rows)
+    wrong = [s for s, (_, _, _, splits), ks in zip(shapes, rows, kernel_splits) if splits != ks]
+    assert not wrong, f"host and kernel disagree on splitting: {wrong}"
+    assert sum(r[3] for r in rows) >= 10 and sum(not r[3] for r in rows) >= 10
+    assert v4.streamk_splits(8192, 8192, 8192, st.defines, dev)
+    assert v4.streamk_splits(4096, 14336, 4096, st.defines, dev)
+    assert not v4.streamk_splits(4096, 4096, 4096, st.defines, dev)  # 116 of 132: too little idle
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
 def test_v5_host_rule_is_the_kernels(tmp_path):
     """v5's host rule (streamk_pays: hand the kernel its stream-K scratch) is exactly the kernel's
     (streamk_units > 0), so the kernel never splits a wave without scratch and no scratch is made

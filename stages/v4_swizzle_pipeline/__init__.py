@@ -58,17 +58,35 @@ def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
     return Launch(grid=(_workers(m, n, c, dev)[1] * cm, 1, 1), block=(THREADS, 1, 1), cluster=(cm, 1, 1))
 
 
+# The kernel's stream-K rule (kernel.cu, streamk_units), on the host: split the last wave only
+# where it leaves at least SK_MIN_IDLE idle k-blocks per worker. tests/test_schedule.py compiles the
+# kernel's rule and checks that the two agree.
+SK_MIN_IDLE = 12
+
+
+def streamk_splits(m: int, n: int, k: int, c: dict, dev) -> bool:
+    """Whether the STREAMK=1 kernel splits this shape's last wave."""
+    units, workers = _workers(m, n, c, dev)
+    rem = units % workers
+    return bool(c["STREAMK"]) and units > workers and rem != 0 and \
+        (workers - rem) * (k // c["BK"]) >= SK_MIN_IDLE * workers
+
+
+def defines_for(call: Call) -> dict:
+    """Per call: the build with the stream-K fixup only where the kernel splits the wave; every
+    other shape (4096^3: its last wave of 116 of 132 is not split) runs the STREAMK=0 build, which
+    measured 0.5% faster there (scripts/lever_probe.py, v4-h2 against v4-h2-dp)."""
+    return {} if streamk_splits(call.m, call.n, call.k, call.cfg, call.dev) else {"STREAMK": 0}
+
+
 def streamk_scratch(call: Call) -> tuple:
     """(partials, flags) for the stream-K fixup (kernel.cu, "stream-K fixup"), or two null
-    pointers where the shape splits no unit (the units divide evenly over the workers). One fp32
-    64 x BN slot and one flag per (block, consumer warpgroup); the kernel leaves the flags zero."""
+    pointers where the call runs the build without it (defines_for). One fp32 64 x BN slot and one
+    flag per (block, consumer warpgroup); the kernel leaves the flags zero."""
     c = call.cfg
-    units, workers = _workers(call.m, call.n, c, call.dev)
-    # Every shape whose last wave is partial gets it; the kernel uses it where its rule
-    # (kernel.cu, streamk_units) splits the wave, a subset of these.
-    if not c["STREAMK"] or units <= workers or units % workers == 0:
+    if not c["STREAMK"]:
         return np.uint64(0), np.uint64(0)
-    slots = workers * c["CLUSTER_M"] * 2
+    slots = _workers(call.m, call.n, c, call.dev)[1] * c["CLUSTER_M"] * 2
     part_bytes = slots * 64 * c["BN"] * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v4_swizzle_pipeline")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -95,6 +113,7 @@ STAGE = KernelStage.here(
     constraints_for=constraints,
     defines=CONFIG,
     check_config=check_config,
+    defines_for=defines_for,
     reuse_tile_for=lambda c: (c["BM"] * c["CLUSTER_M"], c["BN"]),
     arguments=arguments,
     expect_sass=("HGMMA", "UTMALDG", "UTMASTG", "SYNCS"),

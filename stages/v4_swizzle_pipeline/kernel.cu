@@ -405,7 +405,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
       Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
-      for (int unit, kb, ke; sch.next(unit, kb, ke);) {
+      auto load_unit = [&](int unit, int kb, int ke) {  // k-blocks [kb, ke) of one unit
         int um, un;
         unit_coords(unit, units_m, units_n, um, un);
         const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
@@ -423,7 +423,11 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
           tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s);
 #endif
         }
-      }
+      };
+      // sch.next()'s list, in two loops: the whole units with constant k-bounds (the loop of a
+      // kernel without stream-K), then the stream-K pieces.
+      for (; sch.unit < sch.dp_units; sch.unit += sch.step) load_unit(sch.unit, 0, num_k_tiles);
+      for (int unit, kb, ke; sch.next(unit, kb, ke);) load_unit(unit, kb, ke);
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
@@ -442,7 +446,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
     Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
-    for (int unit, kb, ke; sch.next(unit, kb, ke);) {
+    auto tile = [&](int unit, int kb, int ke) {  // k-blocks [kb, ke) of one unit, then its fixup and epilogue
       int um, un;
       unit_coords(unit, units_m, units_n, um, un);
       const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
@@ -483,7 +487,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         __threadfence();
         named_bar_sync(1 + wg, 128);
         if (tid == 0) flag_release(flags + slot, 1);
-        continue;
+        return;  // (the next unit)
       }
       if (kb > 0) {  // lower workers computed k-blocks 0 .. kb-1: add their partials, highest first
         const long long sk_iters = static_cast<long long>(num_units - sch.dp_units) * num_k_tiles;
@@ -568,7 +572,11 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + col) = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
       }
 #endif
-    }
+    };
+    // The producer's order: whole units (constant k-bounds: measured 0.5-1% faster at 4096^3 than
+    // one loop over sch.next(), scripts/lever_probe.py "v4-h2"), then the stream-K pieces.
+    for (; sch.unit < sch.dp_units; sch.unit += sch.step) tile(sch.unit, 0, num_k_tiles);
+    for (int unit, kb, ke; sch.next(unit, kb, ke);) tile(unit, kb, ke);
 #if TMA_STORE
     if ((threadIdx.x % 128) == 0) tma_store_wait_all();  // shared memory must outlive the last store
 #endif
