@@ -24,6 +24,7 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
                 units first, `for (unit = worker; unit < dp_units; unit += workers)` with the
                 k-range 0 .. k-blocks as the pre-stream-K kernel had it, then the stream-K pieces;
                 one tile body (a lambda) called from both. v4-h2-dp: the same with STREAMK=0
+  v4-borrow     EPI_BORROW=1: the second store pass staged in the tile's last ring buffer
   v4-nostore    diagnostic, WRONG results: the epilogue without its TMA stores (staging only)
   v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
                 for the first pass's store between the two)
@@ -120,7 +121,8 @@ v4_variants = {
                                  name="v4_swizzle_pipeline[h2]"),
 }
 v4_variants["v4-h2-dp"] = v4_variants["v4-h2"].variant(STREAMK=0)
-v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-h2", "v4-h2-dp"}
+v4_variants["v4-borrow"] = V4.variant(EPI_BORROW=1)
+v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-h2", "v4-h2-dp", "v4-borrow"}
 
 FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
 KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"

@@ -16,11 +16,13 @@ from stages.core.stage import Call, KernelStage, Launch
 #   STMATRIX 0/1    epilogue staging: 4-byte st.shared / stmatrix.x4 (four 8x8 fp16 matrices)
 #   STREAMK 0/1     the last partial wave: left to the SMs it fills / its k-blocks split evenly
 #                   over all workers, partial sums fixed up through a per-stream workspace
+#   EPI_BORROW 0/1  the epilogue's second store pass staged in the tile's last ring buffer (kept
+#                   until the next tile's first k-block) instead of after the first pass's store
 # The shipped switches (ORDER=1 with GROUP_M=16, no cluster) are the fastest of the ladder and its
 # alternatives measured in one run on the H200 (results/tuning/, see README "Ablation").
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
-          "STMATRIX": 1, "STREAMK": 1}
+          "STMATRIX": 1, "STREAMK": 1, "EPI_BORROW": 0}
 
 THREADS = 384          # 3 warpgroups: 0 producer, 1-2 consumers (kernel.cu: THREADS)
 
@@ -38,6 +40,9 @@ def check_config(c: dict) -> None:
         (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
         (c["STREAMK"] in (0, 1), "STREAMK 0 or 1"),
+        (c["EPI_BORROW"] in (0, 1), "EPI_BORROW 0 or 1"),
+        (not c["EPI_BORROW"] or (c["TMA_STORE"] == 1 and c["CLUSTER_M"] == 1 and c["BN"] == 256),
+         "EPI_BORROW=1 with TMA_STORE=1, CLUSTER_M=1 and BN=256 (it stages the second of two store passes)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

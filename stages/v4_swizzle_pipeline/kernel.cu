@@ -64,6 +64,13 @@
 #define EPI_BYTES 0
 #endif
 #define ALIGN_SLACK 1024                      // the 128B swizzle repeats every 1024 bytes
+#ifndef EPI_BORROW
+#define EPI_BORROW 0
+#endif
+#if EPI_BORROW && (!TMA_STORE || CLUSTER_M != 1 || BN != 2 * EPI_COLS)
+#error "EPI_BORROW needs TMA_STORE=1, CLUSTER_M=1 and BN=256 (two store passes)"
+#endif
+#define BAR_CONSUMERS 3                       // named barrier of both consumer warpgroups (1, 2: each alone)
 #define BAR_BYTES (2 * 8 * STAGES)            // a full and an empty mbarrier per buffer
 
 // Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
@@ -85,6 +92,10 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
 }
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar));
+}
+// `count` arrivals at once (one thread speaking for a whole warpgroup's warps).
+__device__ __forceinline__ void mbar_arrive_count(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 // Arrive on the barrier at the same offset in CTA `cta` of the cluster (mapa translates it).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
@@ -426,7 +437,10 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       };
       // sch.next()'s list, in two loops: the whole units with constant k-bounds (the loop of a
       // kernel without stream-K), then the stream-K pieces.
-      for (; sch.unit < sch.dp_units; sch.unit += sch.step) load_unit(sch.unit, 0, num_k_tiles);
+      // (The first loop keeps its own counter: written over sch.unit, NVVM keeps a second copy of
+      // the tile in a STREAMK=0 build, whose stream-K list it can then not prove empty.)
+      for (int unit = worker; unit < sch.dp_units; unit += workers) load_unit(unit, 0, num_k_tiles);
+      sch.unit = sch.dp_units;
       for (int unit, kb, ke; sch.next(unit, kb, ke);) load_unit(unit, kb, ke);
     }
   } else {
@@ -445,6 +459,8 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     };
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
+    [[maybe_unused]] unsigned borrowed = 0;  // EPI_BORROW: the empty barrier of a buffer the last
+                                             // epilogue staged into, released once its store read it
     Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
     auto tile = [&](int unit, int kb, int ke) {  // k-blocks [kb, ke) of one unit, then its fixup and epilogue
       int um, un;
@@ -468,9 +484,23 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
 
         // ---- load: release k-block it-1's buffer to the producer(s) -----------------------------
         if (kt > kb) release(empty_bar + 8 * ((it - 1) % STAGES));
+#if EPI_BORROW
+        // The previous tile's borrowed buffer, now that this tile's first wgmmas keep the tensor
+        // cores busy: its store has read it (normally long since), so the producer may refill it.
+        else if (borrowed) {
+          if ((threadIdx.x % 128) == 0) { tma_store_wait_read(); mbar_arrive_count(borrowed, 4); }
+          borrowed = 0;
+        }
+#endif
       }
       wgmma_wait<0>();
+#if EPI_BORROW
+      // The tile's last buffer is kept: the epilogue's second pass is staged in it (below).
+      const unsigned last_empty = empty_bar + 8 * ((it - 1) % STAGES);
+      [[maybe_unused]] const unsigned last_buf = smem_base + ((it - 1) % STAGES) * STAGE_BYTES;
+#else
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
+#endif
 
 #if STREAMK
       // ---- stream-K fixup: a unit split over workers is stored by the one holding its last
@@ -479,6 +509,9 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       // the same registers); flags: one word per slot, 1 = partial ready, reset to 0 by the reader.
       const int tid = threadIdx.x % 128;
       if (ke < num_k_tiles) {  // a higher worker finishes this unit: publish the partial sum
+#if EPI_BORROW
+        release(last_empty);  // no epilogue here: nothing to stage
+#endif
         const int slot = (worker * CLUSTER_M + rank) * CONSUMERS + wg;
         float4* part = reinterpret_cast<float4*>(ws) + static_cast<size_t>(slot) * (64 * BN / 4);
 #pragma unroll
@@ -518,11 +551,23 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       // Staging: per pass, EPI_COLS columns as EPI_COLS/64 boxes of 64 rows x 128 bytes in the
       // TMA 128B swizzle (16-byte chunk c of row r sits at chunk c ^ (r % 8)): conflict-free
       // 4-byte stores here, and the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads.
-      const unsigned epi = epi_base + wg * EPI_WG_BYTES;
       const bool leader = (threadIdx.x % 128) == 0;
+#if EPI_BORROW
+      // Pass 1 is staged in the tile's last ring buffer (EPI_WG_BYTES per warpgroup at its start),
+      // so it does not wait for pass 0's store to have read the staging tile. Both consumer
+      // warpgroups must be done with that buffer (their wgmmas read all of B in it) first.
+      named_bar_sync(BAR_CONSUMERS, 128 * CONSUMERS);
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // wgmma's reads -> our writes
+#endif
 #pragma unroll
       for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
+#if EPI_BORROW
+        const unsigned epi = pass == 0 ? epi_base + wg * EPI_WG_BYTES : last_buf + wg * EPI_WG_BYTES;
+        if (leader && pass == 0) tma_store_wait_read();  // the previous tile's stores have read
+#else
+        const unsigned epi = epi_base + wg * EPI_WG_BYTES;
         if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
+#endif
         named_bar_sync(1 + wg, 128);
 #if STMATRIX
         // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
@@ -563,6 +608,9 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
           tma_store_commit();
         }
       }
+#if EPI_BORROW
+      borrowed = last_empty;  // released at the next unit's first k-block
+#endif
 #else
       const int g = lane / 4, t = lane % 4, row = block_m + wg * 64 + warp_in_group * 16 + g;
 #pragma unroll
@@ -575,7 +623,8 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     };
     // The producer's order: whole units (constant k-bounds: measured 0.5-1% faster at 4096^3 than
     // one loop over sch.next(), scripts/lever_probe.py "v4-h2"), then the stream-K pieces.
-    for (; sch.unit < sch.dp_units; sch.unit += sch.step) tile(sch.unit, 0, num_k_tiles);
+    for (int unit = worker; unit < sch.dp_units; unit += workers) tile(unit, 0, num_k_tiles);
+    sch.unit = sch.dp_units;
     for (int unit, kb, ke; sch.next(unit, kb, ke);) tile(unit, kb, ke);
 #if TMA_STORE
     if ((threadIdx.x % 128) == 0) tma_store_wait_all();  // shared memory must outlive the last store
