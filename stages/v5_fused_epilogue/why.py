@@ -106,6 +106,13 @@ QUESTIONS = [
      lambda st, rep: (f"M > 64: BM = 128. 128 × 256 tiles would be ⌈1000/128⌉ × ⌈1000/256⌉ = 8 × 4 = 32 < {SMS} "
                       f"SMs, so BN = 128: 8 × 8 = {_units(st, 1000, 1000, 1000)} tiles, one block each (the "
                       "edge tiles are partial: TMA zero-fills the loads past 1000 and clips the store).")),
+    ("128 × 4096 × 4096 (a short prefill): how many blocks does v5 launch?",
+     lambda st, rep: _units(st, 128, 4096, 4096),
+     lambda st, rep: (f"M > 64: BM = 128; 1 × 16 tiles of 128 × 256 < {SMS}, so BN = 128: 32 tiles of 64 "
+                      f"k-blocks. That leaves ({SMS} − 32) × 64 / {SMS} ≈ 48 idle k-blocks per SM, at least "
+                      f"SK_FILL = {st.defines['SK_FILL']}: the host launches {_units(st, 128, 4096, 4096)} blocks and "
+                      f"stream-K shares the 2,048 k-blocks out, about 15.5 per SM, each unit finished by "
+                      "the block holding its last k-block (measured 30.5 → 25.9 µs, README \"Under one wave\").")),
     ("With a bias (BIAS=1 or 2), how many bytes of dynamic shared memory does a 128 × 256 block use?",
      lambda st, rep: _smem(st, BIAS=1),
      lambda st, rep: (f"{rep.dynamic_smem:,} B (4 stages, the staging tile, slack, barriers) + BIAS_BYTES = "
