@@ -170,6 +170,31 @@ def test_schedule_on_host(tmp_path, stage, order):
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
 
 
+def test_v4_runs_the_fixup_build_only_where_it_splits():
+    """defines_for: the STREAMK=1 build (and its scratch) only for calls whose wave the rule
+    splits; a STREAMK=0 variant stays STREAMK=0; EPI_BORROW is refused where it cannot apply."""
+    import stages.v4_swizzle_pipeline as v4
+    from stages.core import gpu
+    from stages.core.stage import Call
+
+    st = stages.get("v4_swizzle_pipeline")
+    dev = gpu.REFERENCE_DEVICE
+
+    def build(m, n, k, cfg):
+        return v4.defines_for(Call(None, None, None, m, n, k, cfg, dev, None))
+
+    assert build(4096, 4096, 4096, st.defines) == {"STREAMK": 0}     # 116 of 132: not split
+    assert build(8192, 8192, 8192, st.defines) == {}                  # 68 of 132: split
+    assert build(4096, 14336, 4096, st.defines) == {}
+    assert build(1024, 1024, 1024, st.defines) == {"STREAMK": 0}     # 32 units: one partial wave
+    assert build(8192, 8192, 8192, {**st.defines, "STREAMK": 0}) == {"STREAMK": 0}
+    for bad in ({"EPI_BORROW": 1, "CLUSTER_M": 2}, {"EPI_BORROW": 1, "TMA_STORE": 0},
+                {"EPI_BORROW": 1, "BN": 128}, {"EPI_BORROW": 2}):
+        with pytest.raises(ValueError, match="EPI_BORROW"):
+            v4.check_config({**st.defines, **bad})
+    v4.check_config({**st.defines, "EPI_BORROW": 1})
+
+
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
 def test_v4_host_rule_is_the_kernels(tmp_path):
     """v4's host rule (streamk_splits: which build a call runs, and its scratch) is exactly the
