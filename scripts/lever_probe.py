@@ -20,10 +20,9 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
                 pre-stream-K build had (12 HGMMA in the SASS: first k-block peeled, two per trip)
   v4-i0         the k-block loops count i = 0 .. ke - kb (scale-d and the release test on i, as
                 the pre-stream-K kernel's loop on kt from 0) instead of kt = kb .. ke
-  v4-h2         the work list as two loops (probe_kernels/v4_swizzle_pipeline_h2.cu): the whole
-                units first, `for (unit = worker; unit < dp_units; unit += workers)` with the
-                k-range 0 .. k-blocks as the pre-stream-K kernel had it, then the stream-K pieces;
-                one tile body (a lambda) called from both. v4-h2-dp: the same with STREAMK=0
+  (v4-h2, v4-h2-dp: the work list as two loops, whole units first with the k-range 0 .. k-blocks,
+                then the stream-K pieces; measured as a probe copy in results/probes/20261130T131730,
+                shipped since commit cf845e8, so now the same kernel as v4 and v4-dp)
   v4-borrow     EPI_BORROW=1: the second store pass staged in the tile's last ring buffer
   v4-nostore    diagnostic, WRONG results: the epilogue without its TMA stores (staging only)
   v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
@@ -117,12 +116,9 @@ v4_variants = {
     "v4-u2": mutated(V4, "u2", [(KLOOP, "#pragma unroll 2\n" + KLOOP)]),
     "v4-nostore": mutated(V4, "nostore", [(STORE2D, "            if (M < 0) " + STORE2D.lstrip())]),
     "v4-i0": mutated(V4, "i0", I0),
-    "v4-h2": dataclasses.replace(V4, source=HERE / "probe_kernels" / "v4_swizzle_pipeline_h2.cu",
-                                 name="v4_swizzle_pipeline[h2]"),
 }
-v4_variants["v4-h2-dp"] = v4_variants["v4-h2"].variant(STREAMK=0)
 v4_variants["v4-borrow"] = V4.variant(EPI_BORROW=1)
-v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-h2", "v4-h2-dp", "v4-borrow"}
+v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-borrow"}
 
 FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
 KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"

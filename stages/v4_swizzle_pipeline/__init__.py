@@ -80,7 +80,7 @@ def streamk_splits(m: int, n: int, k: int, c: dict, dev) -> bool:
 def defines_for(call: Call) -> dict:
     """Per call: the build with the stream-K fixup only where the kernel splits the wave; every
     other shape (4096^3: its last wave of 116 of 132 is not split) runs the STREAMK=0 build, which
-    measured 0.5% faster there (scripts/lever_probe.py, v4-h2 against v4-h2-dp)."""
+    measured 0.5% faster there (scripts/lever_probe.py as v4-h2 against v4-h2-dp, results/probes/20261130T131730)."""
     return {} if streamk_splits(call.m, call.n, call.k, call.cfg, call.dev) else {"STREAMK": 0}
 
 

@@ -622,7 +622,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
 #endif
     };
     // The producer's order: whole units (constant k-bounds: measured 0.5-1% faster at 4096^3 than
-    // one loop over sch.next(), scripts/lever_probe.py "v4-h2"), then the stream-K pieces.
+    // one loop over sch.next(), results/probes/20261130T131730, "v4-h2"), then the stream-K pieces.
     for (int unit = worker; unit < sch.dp_units; unit += workers) tile(unit, 0, num_k_tiles);
     sch.unit = sch.dp_units;
     for (int unit, kb, ke; sch.next(unit, kb, ke);) tile(unit, kb, ke);
