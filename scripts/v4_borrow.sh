@@ -7,12 +7,12 @@ set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/v4-borrow}
 mkdir -p "$OUT"
-step() { local name=$1 limit=$2; shift 2; local t=$(date +%s)
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "===== $name rc=$? $(( $(date +%s) - t ))s"; }
-step probe 90 python3 scripts/lever_probe.py --only v4 --v4 v4,v4-borrow,v4-9c65b8b --rounds 8 --out "$OUT"
+BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
+source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+run probe 90 python3 scripts/lever_probe.py --only v4 --v4 v4,v4-borrow,v4-9c65b8b --rounds 8 --out "$OUT"
 SK="--shape 2048x3328x2048 --shape 1536x3072x1024 --shape 2048x3328x64 --shape 2048x3328x128 --shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192"
-step verify-sk 90 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 $SK --repeat 3
-step verify-sweep 90 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 --repeat 3
-step racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 --shape 1536x3072x1024 --shape 256x512x256
-step synccheck 60 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 --shape 1536x3072x1024 --shape 256x512x256
+run verify-sk 90 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 $SK --repeat 3
+run verify-sweep 90 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 --repeat 3
+run racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 --shape 1536x3072x1024 --shape 256x512x256
+run synccheck 60 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 --shape 1536x3072x1024 --shape 256x512x256
 grep -h "plain:" "$OUT/probe.log"; for f in verify-sk verify-sweep racecheck synccheck; do tail -n 2 "$OUT/$f.log"; done
