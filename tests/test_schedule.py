@@ -170,6 +170,17 @@ def test_schedule_on_host(tmp_path, stage, order):
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
 
 
+def kernel_splits_on_host(tmp_path, stage_name: str, cases) -> list[bool]:
+    """The kernel's own rule, streamk_units(units, workers, kt) > 0, for each (units, workers, kt)
+    of `cases`, compiled from the stage's schedule section and run on the host."""
+    main = ("int main() {\n" + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt in cases)
+            + "  return 0;\n}\n")
+    out = run_on_host(tmp_path, stage_name, 1, main).stdout
+    splits = [int(x) > 0 for x in out.split()]
+    assert len(splits) == len(cases)
+    return splits
+
+
 def test_v4_runs_the_fixup_build_only_where_it_splits():
     """defines_for: the STREAMK=1 build (and its scratch) only for calls whose wave the rule
     splits; a STREAMK=0 variant stays STREAMK=0; EPI_BORROW is refused where it cannot apply."""
@@ -211,11 +222,7 @@ def test_v4_host_rule_is_the_kernels(tmp_path):
     for m, n, k in shapes:
         units, workers = v4._workers(m, n, st.defines, dev)
         rows.append((units, workers, k // 64, v4.streamk_splits(m, n, k, st.defines, dev)))
-    main = ("int main() {\n" + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt, _ in rows)
-            + "  return 0;\n}\n")
-    out = run_on_host(tmp_path, "v4_swizzle_pipeline", 1, main).stdout
-    kernel_splits = [int(x) > 0 for x in out.split()]
-    assert len(kernel_splits) == len(rows)
+    kernel_splits = kernel_splits_on_host(tmp_path, "v4_swizzle_pipeline", [r[:3] for r in rows])
     wrong = [s for s, (_, _, _, splits), ks in zip(shapes, rows, kernel_splits) if splits != ks]
     assert not wrong, f"host and kernel disagree on splitting: {wrong}"
     assert sum(r[3] for r in rows) >= 10 and sum(not r[3] for r in rows) >= 10
@@ -240,11 +247,7 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     for m, n, k in shapes:
         units, workers = v5._workers(m, n, k, cfg, sms)
         rows.append((units, workers, cdiv(k, 64), v5.streamk_pays(m, n, k, cfg, sms)))
-    main = ("int main() {\n" + "".join(f'  std::printf("%d\\n", streamk_units({u}, {w}, {kt}));\n' for u, w, kt, _ in rows)
-            + "  return 0;\n}\n")
-    out = run_on_host(tmp_path, "v5_fused_epilogue", 1, main).stdout
-    kernel_splits = [int(x) > 0 for x in out.split()]
-    assert len(kernel_splits) == len(rows)
+    kernel_splits = kernel_splits_on_host(tmp_path, "v5_fused_epilogue", [r[:3] for r in rows])
     wrong = [s for s, (_, _, _, pays), ks in zip(shapes, rows, kernel_splits) if pays != ks]
     assert not wrong, f"host and kernel disagree on splitting: {wrong}"
     assert sum(r[3] for r in rows) >= 5, "the host rule never splits: the test reaches nothing"
