@@ -46,7 +46,6 @@ import dataclasses
 import json
 import os
 import secrets
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +55,8 @@ from stages.core import contract, gpu
 from stages.tools import records, verify
 from stages.tools.timing import L2Flusher, time_gpu, tflops
 
+from probe_copy import mutated  # scripts/probe_copy.py (this script's folder is on sys.path)
+
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
 p.add_argument("--reps", type=int, default=10)
@@ -64,20 +65,6 @@ p.add_argument("--only", default="fill,v4,v5")
 p.add_argument("--v4", default="v4,v4-dp,v4-9c65b8b,v4-peel,v4-noepi,v4-s3e256,v4-nowait1,v4-dbl64,v4-u2,v4-nostore,v4-i0")
 args = p.parse_args()
 HERE = Path(__file__).resolve().parent
-tmp = Path(tempfile.mkdtemp())
-
-
-def mutated(stage, name, subs, **replace):
-    src = stage.code()
-    for old, new in subs:
-        assert old in src, (name, old)
-        src = src.replace(old, new)
-    folder = tmp / name / stage.base_name  # same folder name: same entry point and base name
-    folder.mkdir(parents=True)
-    (folder / "kernel.cu").write_text(src)
-    return dataclasses.replace(stage, source=folder / "kernel.cu", name=f"{stage.base_name}[{name}]", **replace)
-
-
 V4 = stages.get("v4_swizzle_pipeline")
 V5 = stages.get("v5_fused_epilogue")
 code4 = V4.code()

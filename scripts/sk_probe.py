@@ -2,7 +2,8 @@
 against STREAMK=0 and against diagnostic copies of kernel.cu, on the three issue shapes and on
 M = K = 4096 with N = 256 j (units = 16 j: the last wave from 8 to 124 of 132 blocks full).
 
-  sk           shipped (STREAMK=1)
+  sk           shipped (STREAMK=1; since commit cf845e8 a shape whose wave the rule does not split
+               runs the STREAMK=0 build, so there sk and dp are the same kernel)
   dp           STREAMK=0: the last partial wave left to the SMs it fills
   sk-nofence   no per-thread __threadfence before the flag (the leader's fence.acq_rel remains)
   sk-noxfer    diagnostic, WRONG results: no partial written or read (flags still passed)
@@ -12,17 +13,16 @@ Only sk, dp and sk-nofence are judged against the float64 reference; the diagnos
     python3 scripts/sk_probe.py --out DIR      ->  DIR/v4-streamk.json
 """
 import argparse
-import dataclasses
 import json
 import os
 import secrets
-import tempfile
-from pathlib import Path
 
 import stages
 from stages.core import gpu
 from stages.tools import records, verify
 from stages.tools.timing import L2Flusher, time_gpu, tflops
+
+from probe_copy import mutated  # scripts/probe_copy.py (this script's folder is on sys.path)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -45,16 +45,8 @@ mutations = {
     "sk-nowait": [(STORE, "          if (j < 0) {}\n"), (LOAD, "            if (j < 0) {}\n"),
                   (WRITE, "        named_bar_sync(1 + wg, 128);\n"), (WAIT, "            (void)flag_acquire;\n")],
 }
-tmp = Path(tempfile.mkdtemp())
 variants = {"sk": V4, "dp": V4.variant(STREAMK=0)}
-for name, subs in mutations.items():
-    src = code
-    for old, new in subs:
-        src = src.replace(old, new)
-    folder = tmp / name / "v4_swizzle_pipeline"  # same folder name: same entry point and base name
-    folder.mkdir(parents=True)
-    (folder / "kernel.cu").write_text(src)
-    variants[name] = dataclasses.replace(V4, source=folder / "kernel.cu", name=f"v4[{name}]")
+variants.update({name: mutated(V4, name, subs) for name, subs in mutations.items()})
 judged = {"sk", "dp", "sk-nofence"}
 
 shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]
