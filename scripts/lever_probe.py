@@ -27,6 +27,12 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
   v4-nostore    diagnostic, WRONG results: the epilogue without its TMA stores (staging only)
   v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
                 for the first pass's store between the two)
+  v4-pp         PINGPONG=1: 128 x 128 tiles, each consumer warpgroup a whole tile on alternate
+                tiles (one's epilogue under the other's mainloop); 6 ring buffers of 32 KiB
+  v4-pp4        the same with 4 ring buffers
+  v4-pp-c2      v4-pp with 2-CTA clusters (B multicast: the L2 -> SM bytes per FLOP of v4)
+  v4-128        BN=128 without ping-pong (both warpgroups on one 128 x 128 tile), 6 buffers:
+                what the smaller tile costs by itself
 v5_fused_epilogue at 4096^3 and 8192^3:
   v5 / v5-dp    plain GEMM, shipped / STREAMK=0 (allowed for the plain GEMM in this probe only)
   v5-u2         v5 with the k-block loop unrolled by two (as v4-u2), plain and fused
@@ -105,7 +111,13 @@ v4_variants = {
     "v4-i0": mutated(V4, "i0", I0),
 }
 v4_variants["v4-borrow"] = V4.variant(EPI_BORROW=1)
-v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-borrow"}
+PP = {"PINGPONG": 1, "BN": 128, "STREAMK": 0}
+v4_variants["v4-pp"] = V4.variant(**PP, STAGES=6)
+v4_variants["v4-pp4"] = V4.variant(**PP, STAGES=4)
+v4_variants["v4-pp-c2"] = V4.variant(**PP, STAGES=6, CLUSTER_M=2)
+v4_variants["v4-128"] = V4.variant(BN=128, STREAMK=0, STAGES=6)
+v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-borrow",
+             "v4-pp", "v4-pp4", "v4-pp-c2", "v4-128"}
 
 FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
 KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"

@@ -47,6 +47,20 @@
 #if BM != 64 * CONSUMERS
 #error "BM must be 64 rows per consumer warpgroup (128)"
 #endif
+// PINGPONG=1: the consumers take turns instead of sharing a tile. Each computes a whole BM x BN
+// tile (BN = 128: two m64n128 halves, the same 128 accumulators per thread) on alternate tiles
+// of the block's list, so one warpgroup's epilogue runs while the other's wgmmas keep the tensor
+// cores busy. An order barrier hands the mainloop from one to the other.
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#if PINGPONG && (BN != 128 || STREAMK || EPI_BORROW)
+#error "PINGPONG needs BN=128 (a whole tile per warpgroup), STREAMK=0 and EPI_BORROW=0"
+#endif
+#define TILE_ROWS_PER_WG (PINGPONG ? BM : 64)  // rows of the tile one consumer warpgroup computes
+#define WG_HALVES (TILE_ROWS_PER_WG / 64)      // m64 wgmmas per k16 step per warpgroup
+#define RELEASERS (PINGPONG ? 1 : CONSUMERS)    // consumer warpgroups that read each ring buffer
+#define ACC (WG_HALVES * BN / 2)               // fp32 accumulators per consumer thread
 
 #define A_BYTES (BM * BK * 2)                 // one A tile in shared memory
 #define B_BYTES (BN * BK * 2)
@@ -58,6 +72,7 @@
 #define EPI_COLS 128
 #define EPI_BOX_BYTES (64 * 64 * 2)
 #define EPI_WG_BYTES (64 * EPI_COLS * 2)
+#define EPI_PASSES (ACC * 2 / EPI_COLS)       // 64-row passes per tile and warpgroup (PINGPONG: per half)
 #if TMA_STORE
 #define EPI_BYTES (CONSUMERS * EPI_WG_BYTES)
 #else
@@ -71,7 +86,7 @@
 #error "EPI_BORROW needs TMA_STORE=1, CLUSTER_M=1 and BN=256 (two store passes)"
 #endif
 #define BAR_CONSUMERS 3                       // named barrier of both consumer warpgroups (1, 2: each alone)
-#define BAR_BYTES (2 * 8 * STAGES)            // a full and an empty mbarrier per buffer
+#define BAR_BYTES (2 * 8 * STAGES + 16 * PINGPONG)  // a full and an empty mbarrier per buffer (+ 2 order barriers)
 
 // Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
 // slack to align them to the 1024-byte swizzle period, then the barriers. With the defaults:
@@ -388,6 +403,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
   const unsigned epi_base = smem_base + STAGES * STAGE_BYTES;    // EPI_BYTES, 1024-aligned
   const unsigned full_bar = epi_base + EPI_BYTES;                // STAGES x 8 bytes
   const unsigned empty_bar = full_bar + STAGES * 8;              // STAGES x 8 bytes
+  [[maybe_unused]] const unsigned order_bar = empty_bar + STAGES * 8;  // PINGPONG: 2 x 8 bytes
 
   // A unit is CLUSTER_M tiles stacked in M; CTA `rank` of a cluster takes tile row um * CLUSTER_M + rank.
   const int units_m = M / (BM * CLUSTER_M), units_n = N / BN, num_units = units_m * units_n;
@@ -400,8 +416,12 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
-      mbar_init(empty_bar + 8 * s, CLUSTER_M * CONSUMERS * 4);       // one arrival per consumer warp, every CTA
+      mbar_init(empty_bar + 8 * s, CLUSTER_M * RELEASERS * 4);       // one arrival per consumer warp, every CTA
     }
+    // PINGPONG: order_bar[w] completes a phase when the other warpgroup has waited for every
+    // k-block of its tile: only then may w wait for its own next tile's k-blocks (further ahead
+    // in the ring, a parity wait could match a lap too early).
+    if (PINGPONG) for (int w = 0; w < 2; ++w) mbar_init(order_bar + 8 * w, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
@@ -457,27 +477,37 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       if (lane == 0) mbar_arrive(ebar);
 #endif
     };
-    float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
+    float acc[ACC];                // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
     [[maybe_unused]] unsigned borrowed = 0;  // EPI_BORROW: the empty barrier of a buffer the last
                                              // epilogue staged into, released once its store read it
+    [[maybe_unused]] int turns = 0;          // PINGPONG: tiles this warpgroup has computed
     Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
     auto tile = [&](int unit, int kb, int ke) {  // k-blocks [kb, ke) of one unit, then its fixup and epilogue
       int um, un;
       unit_coords(unit, units_m, units_n, um, un);
       const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
+#if PINGPONG
+      // Our turn: the other warpgroup has waited for all of its tile's k-blocks (consumer 0's
+      // first tile waits for nobody; consumer 1's n-th waits for consumer 0's n-th).
+      if (turns > 0 || wg == 1) mbar_wait(order_bar + 8 * wg, (turns - (wg == 0)) & 1);
+#endif
 
       for (int kt = kb; kt < ke; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(full_bar + 8 * s, (it / STAGES) & 1);  // k-block it has landed
 
         // ---- compute: BK/16 wgmmas over this warpgroup's 64 rows of A and all BN rows of B ----
-        const unsigned a_tile = smem_base + s * STAGE_BYTES + wg * 64 * BK * 2;
         const unsigned b_tile = smem_base + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();  // accumulator registers are about to be read and written asynchronously
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-          wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);
+        for (int h = 0; h < WG_HALVES; ++h) {  // (PINGPONG: both 64-row halves of the tile)
+          const unsigned a_tile = smem_base + s * STAGE_BYTES + (PINGPONG ? h : wg) * 64 * BK * 2;
+          float(&acc_h)[BN / 2] = *reinterpret_cast<float(*)[BN / 2]>(acc + h * (BN / 2));
+#pragma unroll
+          for (int kk = 0; kk < BK / 16; ++kk)
+            wgmma_tile(acc_h, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);
+        }
         wgmma_commit();
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
@@ -493,6 +523,10 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         }
 #endif
       }
+#if PINGPONG
+      if ((threadIdx.x % 128) == 0) mbar_arrive(order_bar + 8 * (1 - wg));  // the other's turn
+      ++turns;
+#endif
       wgmma_wait<0>();
 #if EPI_BORROW
       // The tile's last buffer is kept: the epilogue's second pass is staged in it (below).
@@ -560,7 +594,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // wgmma's reads -> our writes
 #endif
 #pragma unroll
-      for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
+      for (int pass = 0; pass < EPI_PASSES; ++pass) {
 #if EPI_BORROW
         const unsigned epi = pass == 0 ? epi_base + wg * EPI_WG_BYTES : last_buf + wg * EPI_WG_BYTES;
         if (leader && pass == 0) tma_store_wait_read();  // the previous tile's stores have read
@@ -604,7 +638,11 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         if (leader) {
 #pragma unroll
           for (int b = 0; b < EPI_COLS / 64; ++b)
+#if PINGPONG
+            tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, block_n + b * 64, block_m + pass * 64);  // pass = half
+#else
             tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, block_n + pass * EPI_COLS + b * 64, block_m + wg * 64);
+#endif
           tma_store_commit();
         }
       }
@@ -612,10 +650,11 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       borrowed = last_empty;  // released at the next unit's first k-block
 #endif
 #else
-      const int g = lane / 4, t = lane % 4, row = block_m + wg * 64 + warp_in_group * 16 + g;
+      const int g = lane / 4, t = lane % 4;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int col = block_n + 8 * j + 2 * t;
+      for (int j = 0; j < ACC / 4; ++j) {  // (PINGPONG: half j / (BN / 8) of the tile)
+        const int row = block_m + (PINGPONG ? j / (BN / 8) : wg) * 64 + warp_in_group * 16 + g;
+        const int col = block_n + 8 * (j % (BN / 8)) + 2 * t;
         *reinterpret_cast<__half2*>(C + (size_t)row * N + col) = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
         *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + col) = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
       }
@@ -623,7 +662,15 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     };
     // The producer's order: whole units (constant k-bounds: measured 0.5-1% faster at 4096^3 than
     // one loop over sch.next(), results/probes/20261130T131730, "v4-h2"), then the stream-K pieces.
+#if PINGPONG
+    // Alternate tiles of the block's list; the other warpgroup's k-blocks are skipped in the ring.
+    for (int unit = worker, i = 0; unit < sch.dp_units; unit += workers, ++i) {
+      if ((i & 1) == wg) tile(unit, 0, num_k_tiles);
+      else it += num_k_tiles;
+    }
+#else
     for (int unit = worker; unit < sch.dp_units; unit += workers) tile(unit, 0, num_k_tiles);
+#endif
     sch.unit = sch.dp_units;
     for (int unit, kb, ke; sch.next(unit, kb, ke);) tile(unit, kb, ke);
 #if TMA_STORE
