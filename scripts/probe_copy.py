@@ -15,6 +15,6 @@ def mutated(stage, name: str, subs, **replace):
         assert old in src, (name, old)
         src = src.replace(old, new)
     folder = _TMP / name / stage.base_name  # same folder name: same entry point and base name
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)  # (asked for again: the same text again)
     (folder / "kernel.cu").write_text(src)
     return dataclasses.replace(stage, source=folder / "kernel.cu", name=f"{stage.base_name}[{name}]", **replace)
