@@ -179,3 +179,19 @@ def test_ok_profile_entry_needs_its_fields():
     rec = records.new_record("profile")
     rec["results"].append({"stage": "v1_tiled", "m": 1, "n": 1, "k": 1, "status": "ok"})
     assert any("lacks" in p for p in records.validate(rec))
+
+
+def test_a_baseline_is_profiled_by_its_library_kernel_names():
+    # cuBLAS has no kernel of ours to name: ncu filters on the names cuBLAS gives its GEMM kernels
+    # (this used to raise AttributeError: 'CublasStage' object has no attribute 'kernel').
+    import re
+
+    cublas = stages.get("cublas")
+    pattern = profile.kernel_pattern(cublas)
+    for name in ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64",
+                 "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f16_f16_128x256x64"):
+        assert re.search(pattern, name), name
+    for name in ("cupy_fill", "splitKreduce_kernel", "cupy_random_x_mod_1"):
+        assert not re.search(pattern, name), name
+    own = stages.get("v5_fused_epilogue")
+    assert re.search(profile.kernel_pattern(own), own.kernel) and profile.kernel_pattern(own) != pattern

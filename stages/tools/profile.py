@@ -197,8 +197,20 @@ def unknown_metrics(stderr: str, asked: list[str]) -> list[str]:
 
 
 # ---- the parent: ncu per stage ---------------------------------------------------------------
+# A baseline (cuBLAS, torch) has no kernel of ours to name: its GEMM kernel is found by the names
+# cuBLAS gives its kernels on sm_90 (nvjet_* in cuBLAS 12.x and 13, sm90_xmma_gemm_*, cutlass_*);
+# the record keeps the name ncu saw.
+LIBRARY_KERNELS = r"nvjet|gemm|xmma|cutlass"
+
+
+def kernel_pattern(st) -> str:
+    """The --kernel-name regex for a stage: its own kernel, or a library's GEMM kernel."""
+    own = getattr(st, "kernel", None)
+    return re.escape(own) if own else LIBRARY_KERNELS
+
+
 def _ncu_command(ncu: str, st, report: Path, metrics: list[str], m: int, n: int, k: int) -> list[str]:
-    return [ncu, "--target-processes", "all", "--kernel-name", f"regex:{st.kernel}",
+    return [ncu, "--target-processes", "all", "--kernel-name", f"regex:{kernel_pattern(st)}",
             "--launch-skip", "1", "--launch-count", "1",
             "--clock-control", "none", "--metrics", ",".join(metrics), "--export", str(report), "--force-overwrite",
             sys.executable, "-m", "stages.tools.profile", "--run", st.name, str(m), str(n), str(k)]
@@ -206,7 +218,7 @@ def _ncu_command(ncu: str, st, report: Path, metrics: list[str], m: int, n: int,
 
 def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s: int = 240) -> dict:
     """One stage under ncu: the entry of the record (status ok, failed or skipped)."""
-    entry = {"stage": st.name, "m": m, "n": n, "k": k, "kernel": st.kernel}
+    entry = {"stage": st.name, "m": m, "n": n, "k": k, "kernel": getattr(st, "kernel", None)}
     runnable, why = st.runnable()
     if not runnable:
         return {**entry, "status": "skipped", "reason": why}
@@ -233,11 +245,12 @@ def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s
         return {**entry, "status": "failed", "reason": f"ncu kept refusing metrics: {_tail(log)}"}
     exp = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
                          capture_output=True, text=True, timeout=120)
-    kernels = [r for r in parse_csv(exp.stdout, metrics) if st.kernel in r["kernel"]]
+    kernels = [r for r in parse_csv(exp.stdout, metrics) if re.search(kernel_pattern(st), r["kernel"])]
     if not kernels:
         return {**entry, "status": "failed",
-                "reason": f"no profiled launch of {st.kernel} in ncu's report: {_tail(exp.stdout + exp.stderr + log)}"}
+                "reason": f"no profiled launch of {kernel_pattern(st)} in ncu's report: {_tail(exp.stdout + exp.stderr + log)}"}
     got = kernels[0]["metrics"]
+    entry["kernel"] = kernels[0]["kernel"]
     stalls, top = stall_summary(got)
     missing = [x for x in metrics if x not in got]
     return {**entry, "status": "ok", "reason": "",
