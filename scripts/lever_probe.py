@@ -44,6 +44,14 @@ v5 under one wave (fewer tiles than SMs: 128 x 14336 x 4096, 16 x 14336 x 4096, 
                 that leaves at least SK_FILL idle k-blocks per SM
   v5-fill1      SK_FILL=1: wherever a single wave leaves SMs idle
   v5-nofill     SK_FILL=0: one block per unit, the other SMs idle
+v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096 x 4096, ...):
+  v5            shipped (the shape rule: 128 x 128 tiles there)
+  v5-n64        128 x 64 tiles (AUTO=0, 8 buffers): twice the tiles of 128 x 128 (1000^3: 128 for
+                132 SMs; cuBLAS runs a 128 x 72 tile there, nvjet_sm90_hsh_72x128_64x8_2x4 in
+                results/probes/20261130T140911-nvidia-h200-profile-1000x1000x1000.json)
+  v5-n64-nofill the same without SK_FILL (one block per tile)
+  v5-pf         shipped, the three tensor maps prefetched (prefetch.tensormap) before the barriers
+                are set up, as CUTLASS does
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
     python3 scripts/lever_probe.py --out DIR      ->  DIR/lever-probe.json
 """
@@ -67,7 +75,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
 p.add_argument("--reps", type=int, default=10)
 p.add_argument("--rounds", type=int, default=4)
-p.add_argument("--only", default="fill,v4,v5")
+p.add_argument("--only", default="fill,v4,v5")  # and "small"
 p.add_argument("--v4", default="v4,v4-dp,v4-9c65b8b,v4-peel,v4-noepi,v4-s3e256,v4-nowait1,v4-dbl64,v4-u2,v4-nostore,v4-i0")
 args = p.parse_args()
 HERE = Path(__file__).resolve().parent
@@ -199,6 +207,20 @@ if "v5" in only:
             if torch_ok:
                 base["torch_linear"] = stages.get("torch_linear")
             measure(m, n, k, {**base, "v5": V5, "v5-u2": v5_variants["v5-u2"]}, {"v5", "v5-u2"}, epi, label)
+
+PREFETCH = ("  if (threadIdx.x == 0) {\n    for (int s = 0; s < STAGES; ++s) {\n",
+            "  if (threadIdx.x == 32) {  // PROBE: fetch the descriptors while thread 0 sets up barriers\n"
+            "    asm volatile(\"prefetch.tensormap [%0];\" ::\"l\"(&tmap_a) : \"memory\");\n"
+            "    asm volatile(\"prefetch.tensormap [%0];\" ::\"l\"(&tmap_b) : \"memory\");\n"
+            "    asm volatile(\"prefetch.tensormap [%0];\" ::\"l\"(&tmap_c) : \"memory\");\n  }\n"
+            "  if (threadIdx.x == 0) {\n    for (int s = 0; s < STAGES; ++s) {\n")
+if "small" in only:
+    N64 = {"AUTO": 0, "BM": 128, "BN": 64, "STAGES": 8}
+    small = {"v5": V5, "v5-n64": V5.variant(**N64), "v5-n64-nofill": V5.variant(**N64, SK_FILL=0),
+             "v5-pf": mutated(V5, "pf", [PREFETCH])}
+    for shape in [(1000, 1000, 1000), (128, 4096, 4096), (256, 4096, 4096), (128, 14336, 4096),
+                  (1024, 1024, 1024), (1000, 1000, 4096), (2048, 1024, 1024), (4096, 4096, 4096)]:
+        measure(*shape, {"cublas": CUBLAS, **small}, set(small) | {"cublas"})
 
 if "fill" in only:
     # Waves under one (sk_fills): every SM launched and the units shared out by stream-K (SK_FILL=1,

@@ -11,7 +11,7 @@
 //             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the kernel stores C
 //             itself (TMA_STORE=0, chosen per call): staged per 64 columns in shared memory,
 //             then written back row by row, coalesced and bounds-checked.
-//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 128 or 256, chosen
+//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 64, 128 or 256, chosen
 //             per shape on the host; `splits` > 1 divides the k-blocks of every tile among
 //             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
@@ -62,7 +62,7 @@
 #define B_SLICE_BYTES (B_SLICE_ROWS * BK * 2)
 // Epilogue staging (TMA_STORE): per consumer warpgroup 64 rows x EPI_COLS fp16, written as
 // EPI_COLS/64 boxes of 64 x 64 (128-byte rows, 128B swizzle), stored BN/EPI_COLS times per tile.
-#define EPI_COLS 128
+#define EPI_COLS (BN < 128 ? BN : 128)
 #define EPI_BOX_BYTES (64 * 64 * 2)
 #define EPI_WG_BYTES (64 * EPI_COLS * 2)
 // Direct stores (TMA_STORE=0) stage 64 columns at a time in an unswizzled tile whose row pitch,
@@ -445,6 +445,24 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long long desc_a,
+                                               unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 // scale_d = 0: D = A * B^T (the old accumulator is ignored, so no zero-fill); 1: D += A * B^T.
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db,
                                            int scale_d) {
@@ -452,8 +470,10 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
   wgmma_m64n256k16(d, da, db, scale_d);
 #elif BN == 128
   wgmma_m64n128k16(d, da, db, scale_d);
+#elif BN == 64
+  wgmma_m64n64k16(d, da, db, scale_d);
 #else
-#error "BN must be 128 or 256"
+#error "BN must be 64, 128 or 256"
 #endif
 }
 
