@@ -204,6 +204,13 @@ def test_v4_runs_the_fixup_build_only_where_it_splits():
         with pytest.raises(ValueError, match="EPI_BORROW"):
             v4.check_config({**st.defines, **bad})
     v4.check_config({**st.defines, "EPI_BORROW": 1})
+    # PINGPONG: a whole tile per consumer warpgroup (BN=128), without stream-K or EPI_BORROW
+    pp = {**st.defines, "PINGPONG": 1, "BN": 128, "STREAMK": 0}
+    v4.check_config(pp)
+    for bad in ({"BN": 256}, {"STREAMK": 1}, {"EPI_BORROW": 1}, {"PINGPONG": 2}):
+        with pytest.raises(ValueError, match="PINGPONG"):
+            v4.check_config({**pp, **bad})
+    assert build(4096, 4096, 4096, pp) == {"STREAMK": 0}
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
@@ -257,10 +264,10 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     assert not v5.streamk_pays(1, 4096, 4096, cfg, sms)         # a split of K has its own reduction
     # Under one wave (SK_FILL): every SM launched and every unit shared out, or the grid stays
     # min(units, SMs) where too little would be gained.
-    for shape in [(128, 4096, 4096), (256, 4096, 4096), (256, 2048, 8192)]:  # >= 32 idle k-blocks per SM
+    for shape in [(128, 4096, 4096), (256, 2048, 8192), (128, 12288, 8192)]:  # >= 32 idle k-blocks per SM
         assert v5._workers(*shape, cfg, sms)[1] == sms and v5.streamk_pays(*shape, cfg, sms), shape
-    # 8-10 idle k-blocks, and 64-row tiles (measured losses)
-    for shape in [(128, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000), (40, 8448, 4096)]:
+    # 8-10 idle k-blocks, and 64-row tiles (measured losses); 256 x 4096 x 4096: 128 tiles of 128 x 64
+    for shape in [(128, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000), (40, 8448, 4096), (256, 4096, 4096)]:
         assert v5._workers(*shape, cfg, sms)[1] < sms and not v5.streamk_pays(*shape, cfg, sms), shape
     assert v5._workers(129, 7, 4104, {**cfg, "SK_FILL": 1}, sms) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
-    assert v5._workers(128, 4096, 4096, {**cfg, "SK_FILL": 0}, sms) == (32, 32)
+    assert v5._workers(128, 4096, 4096, {**cfg, "SK_FILL": 0}, sms) == (64, 64)  # 128 x 64 tiles, no fill

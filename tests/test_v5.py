@@ -29,6 +29,10 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((4095, 4097, 4104), (128, 256, 4, 1)),
     ((128, 14336, 4096), (128, 128, 6, 1)),
     ((1000, 1000, 1000), (128, 128, 6, 1)),
+    ((2048, 1024, 1024), (128, 128, 6, 1)),
+    ((128, 4096, 4096), (128, 64, 8, 1)),
+    ((256, 4096, 4096), (128, 64, 8, 1)),
+    ((1000, 1000, 4096), (128, 64, 8, 1)),
     ((16, 14336, 4096), (64, 128, 8, 1)),
     ((1, 4096, 4096), (64, 128, 8, 8)),
     ((1, 7, 13), (64, 128, 8, 1)),
@@ -176,11 +180,12 @@ def test_split_k_is_bitwise_repeatable(runnable):
 
 # Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
 # (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch;
-# then waves under one that every SM shares (sk_fills): 128 x 128 tiles with a TMA store and with
-# a direct store (odd N, K % 8 != 0), and a long K (128 k-blocks over 32 units).
+# then waves under one that every SM shares (sk_fills): 128 x 64 tiles with a TMA store and with
+# a direct store (odd N, K % 8 != 0), and a long K (128 k-blocks over 64 units); 128 x 128 tiles
+# (twice the 128 x 64 tiles would not fit one wave).
 STREAMK_SHAPES = [(4095, 4097, 4104), (1537, 3071, 4104), (2048, 4352, 4100), (1280, 5120, 8192),
                   (1281, 5119, 8190),
-                  (128, 4096, 4096), (200, 3001, 4103), (256, 2048, 8192)]
+                  (128, 4096, 4096), (200, 2001, 4103), (256, 2048, 8192), (128, 12288, 8192)]
 
 
 def test_the_stream_k_shapes_are_split():
