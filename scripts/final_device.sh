@@ -18,7 +18,7 @@ T0=$(date +%s)
 source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD...
 STAMP=$(mktemp); touch "$STAMP"
 # v5's shapes: the issue's decode/prefill and tail shapes, then waves under one that SK_FILL shares
-V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192"
+V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 case ${1:-} in
   correctness)
@@ -50,10 +50,10 @@ case ${1:-} in
     run v5-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py
     run v5-gpu-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k v5_fused_epilogue
     (OUT=$LOGS BUDGET_S=$(( BUDGET - ($(date +%s) - T0) - 10 )) LOG=$LOGS/sk.log bash scripts/v5_device.sh v5-sk-check >/dev/null) ;;
-  v5-fill)     # v5's shape table (published) and the SK_FILL shapes verified with repeats and
-               # every epilogue, then racecheck on one
+  v5-fill)     # v5's shape table (published) and the SK_FILL and 128 x 64 shapes verified with
+               # repeats and every epilogue, then memcheck and racecheck on 128 x 64 fill shapes
     run bench-v5-shapes 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
-    run v5-fill-verify 150 python3 -m stages verify v5_fused_epilogue --shape 128x4096x4096 --shape 200x3001x4103 --shape 256x2048x8192 --shape 200x1000x4103 --epilogue all --repeat 3
+    run v5-fill-verify 150 python3 -m stages verify v5_fused_epilogue --shape 128x4096x4096 --shape 200x2001x4103 --shape 256x2048x8192 --shape 200x1000x4103 --shape 128x12288x8192 --shape 256x4096x4096 --shape 1000x1000x4096 --shape 1001x999x4100 --epilogue all --repeat 2
     run v5-fill-memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x1000x4103 --shape 200x3001x4103
     run v5-fill-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x1000x4103 ;;
   *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill"; exit 2 ;;
