@@ -76,6 +76,7 @@ p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
 p.add_argument("--reps", type=int, default=10)
 p.add_argument("--rounds", type=int, default=4)
 p.add_argument("--only", default="fill,v4,v5")  # and "small"
+p.add_argument("--small-shapes", default="", help="MxNxK,... for the small section instead of its list")
 p.add_argument("--v4", default="v4,v4-dp,v4-9c65b8b,v4-peel,v4-noepi,v4-s3e256,v4-nowait1,v4-dbl64,v4-u2,v4-nostore,v4-i0")
 args = p.parse_args()
 HERE = Path(__file__).resolve().parent
@@ -218,8 +219,10 @@ if "small" in only:
     N64 = {"AUTO": 0, "BM": 128, "BN": 64, "STAGES": 8}
     small = {"v5": V5, "v5-n64": V5.variant(**N64), "v5-n64-nofill": V5.variant(**N64, SK_FILL=0),
              "v5-pf": mutated(V5, "pf", [PREFETCH])}
-    for shape in [(1000, 1000, 1000), (128, 4096, 4096), (256, 4096, 4096), (128, 14336, 4096),
-                  (1024, 1024, 1024), (1000, 1000, 4096), (2048, 1024, 1024), (4096, 4096, 4096)]:
+    shapes = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or [
+        (1000, 1000, 1000), (128, 4096, 4096), (256, 4096, 4096), (128, 14336, 4096),
+        (1024, 1024, 1024), (1000, 1000, 4096), (2048, 1024, 1024), (4096, 4096, 4096)]
+    for shape in shapes:
         measure(*shape, {"cublas": CUBLAS, **small}, set(small) | {"cublas"})
 
 if "fill" in only:
