@@ -44,10 +44,12 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles measured 16% slower although
 #    they fill 8 waves exactly against 256's 4.1). No split: at M = 128 every split lost.
 #    Narrower still, 128 x 64, where its tiles fit one wave and K is long (at least N64_MIN_K_TILES
-#    k-blocks): twice the tiles for the same wave. Measured (results/probes/20261130T141213-
+#    k-blocks) or whole k-blocks (K % 64 == 0): twice the tiles for the same wave. Measured (results/probes/20261130T141213-
 #    nvidia-h200-lever-probe.json, v5 against v5-n64): 128 x 4096 x 4096 25.9 -> 22.8 us, 256 x
 #    4096 x 4096 27.6 -> 25.3, 1000 x 1000 x 4096 26.2 -> 23.5; at 16 k-blocks it won at 1024^3
-#    (12.8 -> 11.1) and lost at 1000^3 (13.5 -> 14.9), so short K keeps 128 x 128; where the 64-wide
+#    (12.8 -> 11.1) and lost at 1000^3 (13.5 -> 14.9); with M, N, K each 1000 or 1024 it lost exactly
+#    where K = 1000 (a partial last k-block), whatever M and N (results/probes/20261130T143406), so a
+#    short K keeps 128 x 128 unless it is whole k-blocks; where the 64-wide
 #    tiles would need a second wave it lost (128 x 14336 x 4096 42.6 -> 47.7, 2048 x 1024 x 1024
 #    13.5 -> 16.1).
 N64_MIN_K_TILES = 32
@@ -68,7 +70,7 @@ def _auto(m: int, n: int, k: int, sms: int) -> tuple[int, int, int, int]:
 
     if cdiv(m, 128) * cdiv(n, 256) >= sms:
         bn = 256
-    elif cdiv(m, 128) * cdiv(n, 64) <= sms and nkt >= N64_MIN_K_TILES:
+    elif cdiv(m, 128) * cdiv(n, 64) <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
         bn = 64
     else:
         bn = 128
