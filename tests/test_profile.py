@@ -3,6 +3,7 @@ refuses a metric (a fake ncu stands in), the no-GPU and no-ncu paths (one line, 
 the Markdown table from a published record."""
 import json
 import os
+import re
 import stat
 import sys
 import textwrap
@@ -184,8 +185,6 @@ def test_ok_profile_entry_needs_its_fields():
 def test_a_baseline_is_profiled_by_its_library_kernel_names():
     # cuBLAS has no kernel of ours to name: ncu filters on the names cuBLAS gives its GEMM kernels
     # (this used to raise AttributeError: 'CublasStage' object has no attribute 'kernel').
-    import re
-
     cublas = stages.get("cublas")
     pattern = profile.kernel_pattern(cublas)
     for name in ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64",

@@ -184,8 +184,8 @@ def test_split_k_is_bitwise_repeatable(runnable):
 # Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
 # (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch;
 # then waves under one that every SM shares (sk_fills): 128 x 64 tiles with a TMA store and with
-# a direct store (odd N, K % 8 != 0), and a long K (128 k-blocks over 64 units); 128 x 128 tiles
-# (twice the 128 x 64 tiles would not fit one wave).
+# a direct store (odd N, K % 8 != 0), and a long K (128 k-blocks over 64 units); and 128 x 128
+# tiles, where 128 x 64 tiles would not fit one wave.
 STREAMK_SHAPES = [(4095, 4097, 4104), (1537, 3071, 4104), (2048, 4352, 4100), (1280, 5120, 8192),
                   (1281, 5119, 8190),
                   (128, 4096, 4096), (200, 2001, 4103), (256, 2048, 8192), (128, 12288, 8192)]

@@ -45,8 +45,8 @@ def check_config(c: dict) -> None:
         (c["EPI_BORROW"] in (0, 1), "EPI_BORROW 0 or 1"),
         (not c["EPI_BORROW"] or (c["TMA_STORE"] == 1 and c["CLUSTER_M"] == 1 and c["BN"] == 256),
          "EPI_BORROW=1 with TMA_STORE=1, CLUSTER_M=1 and BN=256 (it stages the second of two store passes)"),
-        (c.get("PINGPONG", 0) in (0, 1), "PINGPONG 0 or 1"),
-        (not c.get("PINGPONG", 0) or (c["BN"] == 128 and not c["STREAMK"] and not c["EPI_BORROW"]),
+        (c["PINGPONG"] in (0, 1), "PINGPONG 0 or 1"),
+        (not c["PINGPONG"] or (c["BN"] == 128 and not c["STREAMK"] and not c["EPI_BORROW"]),
          "PINGPONG=1 with BN=128 (a whole 128 x 128 tile per consumer warpgroup), STREAMK=0 and EPI_BORROW=0"),
     ]
     broken = [rule for ok, rule in rules if not ok]

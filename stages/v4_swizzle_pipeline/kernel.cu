@@ -57,8 +57,7 @@
 #if PINGPONG && (BN != 128 || STREAMK || EPI_BORROW)
 #error "PINGPONG needs BN=128 (a whole tile per warpgroup), STREAMK=0 and EPI_BORROW=0"
 #endif
-#define TILE_ROWS_PER_WG (PINGPONG ? BM : 64)  // rows of the tile one consumer warpgroup computes
-#define WG_HALVES (TILE_ROWS_PER_WG / 64)      // m64 wgmmas per k16 step per warpgroup
+#define WG_HALVES (PINGPONG ? BM / 64 : 1)     // m64 wgmmas per k16 step per consumer warpgroup
 #define RELEASERS (PINGPONG ? 1 : CONSUMERS)    // consumer warpgroups that read each ring buffer
 #define ACC (WG_HALVES * BN / 2)               // fp32 accumulators per consumer thread
 
