@@ -84,6 +84,16 @@
 #if EPI_BORROW && (!TMA_STORE || CLUSTER_M != 1 || BN != 2 * EPI_COLS)
 #error "EPI_BORROW needs TMA_STORE=1, CLUSTER_M=1 and BN=256 (two store passes)"
 #endif
+// EPI_DEFER=1: the epilogue's second store pass is deferred into the next unit's first k-block.
+// Its 64 values per thread are rounded to fp16 (32 registers) before the accumulators are reused,
+// and staged and stored once that k-block's wgmmas are issued, so the tensor cores run while
+// the pass waits for the first pass's store to read the staging tile.
+#ifndef EPI_DEFER
+#define EPI_DEFER 0
+#endif
+#if EPI_DEFER && (!TMA_STORE || EPI_BORROW || PINGPONG || BN != 2 * EPI_COLS)
+#error "EPI_DEFER needs TMA_STORE=1, EPI_BORROW=0, PINGPONG=0 and BN=256 (two store passes)"
+#endif
 #define BAR_CONSUMERS 3                       // named barrier of both consumer warpgroups (1, 2: each alone)
 #define BAR_BYTES (2 * 8 * STAGES + 16 * PINGPONG)  // a full and an empty mbarrier per buffer (+ 2 order barriers)
 
@@ -300,6 +310,12 @@ __device__ __forceinline__ unsigned flag_acquire(const unsigned* f) {
   return v;
 }
 
+// Two fp32 values rounded to one fp16 pair (the low half the first), as a 32-bit register.
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+
 // ---- wgmma ------------------------------------------------------------------------------------
 // Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle: bits 0-13 start
 // address >> 4; 16-29 leading byte offset >> 4 (unused for swizzled K-major: 1); 32-45 stride
@@ -481,6 +497,55 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
     [[maybe_unused]] unsigned borrowed = 0;  // EPI_BORROW: the empty barrier of a buffer the last
                                              // epilogue staged into, released once its store read it
     [[maybe_unused]] int turns = 0;          // PINGPONG: tiles this warpgroup has computed
+#if TMA_STORE
+    // One store pass: this warpgroup's 64 rows x EPI_COLS columns, `h` holding (as fp16 pairs)
+    // chunk jj of the pass at h[2 jj] (row g) and h[2 jj + 1] (row g + 8), staged as EPI_COLS / 64
+    // boxes of 64 rows x 128 bytes in the TMA 128B swizzle (16-byte chunk c of row r sits at chunk
+    // c ^ (r % 8)): the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads. The
+    // boxes are stored to columns x, x + 64, ... of rows y .. y + 63 of C.
+    const bool leader = (threadIdx.x % 128) == 0;
+    auto store_pass = [&](const unsigned (&h)[EPI_COLS / 4], unsigned epi, bool wait, int x, int y) {
+      const int warp_in_group = (threadIdx.x % 128) / 32;
+      if (leader && wait) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
+      named_bar_sync(1 + wg, 128);
+#if STMATRIX
+      // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
+      // each (the accumulator's own layout) and gives the address of row l%8 of matrix l/8.
+      // Matrices: (rows 0-7, chunk jj), (rows 8-15, jj), (rows 0-7, jj+1), (rows 8-15, jj+1).
+      const int mat = lane / 8, mrow = warp_in_group * 16 + (mat % 2) * 8 + lane % 8;
+#pragma unroll
+      for (int jj = 0; jj < EPI_COLS / 8; jj += 2) {
+        const int cj = jj + mat / 2;  // this lane's address: chunk cj of row mrow
+        const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                     ::"r"(addr), "r"(h[2 * jj]), "r"(h[2 * jj + 1]), "r"(h[2 * jj + 2]), "r"(h[2 * jj + 3]) : "memory");
+      }
+#else
+      const int g = lane / 4, t = lane % 4, r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
+#pragma unroll
+      for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+        const unsigned box = epi + (jj / 8) * EPI_BOX_BYTES, chunk = ((jj % 8) ^ g) * 16 + 4 * t;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk), "r"(h[2 * jj]));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk), "r"(h[2 * jj + 1]));
+      }
+#endif
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> TMA reads
+      named_bar_sync(1 + wg, 128);
+      if (leader) {
+#pragma unroll
+        for (int b = 0; b < EPI_COLS / 64; ++b) tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, x + b * 64, y);
+        tma_store_commit();
+      }
+    };
+#endif
+#if EPI_DEFER
+    unsigned deferred[EPI_COLS / 4];   // the last tile's second store pass, fp16 pairs
+    int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
+    auto flush_deferred = [&]() {
+      if (deferred_x >= 0) store_pass(deferred, epi_base + wg * EPI_WG_BYTES, true, deferred_x, deferred_y);
+      deferred_x = -1;
+    };
+#endif
     Schedule sch = make_schedule(worker, workers, num_units, num_k_tiles);
     auto tile = [&](int unit, int kb, int ke) {  // k-blocks [kb, ke) of one unit, then its fixup and epilogue
       int um, un;
@@ -508,6 +573,10 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
             wgmma_tile(acc_h, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);
         }
         wgmma_commit();
+#if EPI_DEFER
+        // The previous tile's second store pass, while this tile's first wgmmas run.
+        if (kt == kb) flush_deferred();
+#endif
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
 
@@ -579,12 +648,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
       // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns
       // 8j + 2t and 8j + 2t + 1: acc[4j..4j+1] (row g), acc[4j+2..4j+3] (row g+8).
-      const int warp_in_group = (threadIdx.x % 128) / 32;
 #if TMA_STORE
-      // Staging: per pass, EPI_COLS columns as EPI_COLS/64 boxes of 64 rows x 128 bytes in the
-      // TMA 128B swizzle (16-byte chunk c of row r sits at chunk c ^ (r % 8)): conflict-free
-      // 4-byte stores here, and the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads.
-      const bool leader = (threadIdx.x % 128) == 0;
 #if EPI_BORROW
       // Pass 1 is staged in the tile's last ring buffer (EPI_WG_BYTES per warpgroup at its start),
       // so it does not wait for pass 0's store to have read the staging tile. Both consumer
@@ -594,62 +658,38 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
 #endif
 #pragma unroll
       for (int pass = 0; pass < EPI_PASSES; ++pass) {
-#if EPI_BORROW
-        const unsigned epi = pass == 0 ? epi_base + wg * EPI_WG_BYTES : last_buf + wg * EPI_WG_BYTES;
-        if (leader && pass == 0) tma_store_wait_read();  // the previous tile's stores have read
-#else
-        const unsigned epi = epi_base + wg * EPI_WG_BYTES;
-        if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
-#endif
-        named_bar_sync(1 + wg, 128);
-#if STMATRIX
-        // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
-        // each (the accumulator's own layout) and gives the address of row l%8 of matrix l/8.
-        // Matrices: (rows 0-7, chunk jj), (rows 8-15, jj), (rows 0-7, jj+1), (rows 8-15, jj+1).
-        const int mat = lane / 8, mrow = warp_in_group * 16 + (mat % 2) * 8 + lane % 8;
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; jj += 2) {
-          const int j = pass * (EPI_COLS / 8) + jj;
-          const int cj = jj + mat / 2;  // this lane's address: chunk cj of row mrow
-          const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;
-          __half2 h0 = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
-          __half2 h1 = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
-          __half2 h2 = __floats2half2_rn(acc[4 * j + 4], acc[4 * j + 5]);
-          __half2 h3 = __floats2half2_rn(acc[4 * j + 6], acc[4 * j + 7]);
-          asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
-                       ::"r"(addr), "r"(*reinterpret_cast<unsigned*>(&h0)), "r"(*reinterpret_cast<unsigned*>(&h1)),
-                       "r"(*reinterpret_cast<unsigned*>(&h2)), "r"(*reinterpret_cast<unsigned*>(&h3)) : "memory");
-        }
-#else
-        const int g = lane / 4, t = lane % 4, r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
+        // This pass's EPI_COLS / 8 chunks, rounded to fp16: h[2 jj] row g, h[2 jj + 1] row g + 8.
+        unsigned h[EPI_COLS / 4];
 #pragma unroll
         for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
           const int j = pass * (EPI_COLS / 8) + jj;
-          const unsigned box = epi + (jj / 8) * EPI_BOX_BYTES, chunk = ((jj % 8) ^ g) * 16 + 4 * t;
-          __half2 lo = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
-          __half2 hi = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&lo)));
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&hi)));
+          h[2 * jj] = pack_half2(acc[4 * j], acc[4 * j + 1]);
+          h[2 * jj + 1] = pack_half2(acc[4 * j + 2], acc[4 * j + 3]);
         }
-#endif
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> TMA reads
-        named_bar_sync(1 + wg, 128);
-        if (leader) {
+#if EPI_DEFER
+        if (pass == EPI_PASSES - 1) {  // staged and stored during the next unit's first k-block
 #pragma unroll
-          for (int b = 0; b < EPI_COLS / 64; ++b)
-#if PINGPONG
-            tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, block_n + b * 64, block_m + pass * 64);  // pass = half
-#else
-            tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, block_n + pass * EPI_COLS + b * 64, block_m + wg * 64);
-#endif
-          tma_store_commit();
+          for (int i = 0; i < EPI_COLS / 4; ++i) deferred[i] = h[i];
+          deferred_x = block_n + pass * EPI_COLS; deferred_y = block_m + wg * 64;
+          break;
         }
+#endif
+#if EPI_BORROW
+        const unsigned epi = pass == 0 ? epi_base + wg * EPI_WG_BYTES : last_buf + wg * EPI_WG_BYTES;
+#else
+        const unsigned epi = epi_base + wg * EPI_WG_BYTES;
+#endif
+#if PINGPONG
+        store_pass(h, epi, !EPI_BORROW || pass == 0, block_n, block_m + pass * 64);  // pass = half
+#else
+        store_pass(h, epi, !EPI_BORROW || pass == 0, block_n + pass * EPI_COLS, block_m + wg * 64);
+#endif
       }
 #if EPI_BORROW
       borrowed = last_empty;  // released at the next unit's first k-block
 #endif
 #else
-      const int g = lane / 4, t = lane % 4;
+      const int warp_in_group = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
 #pragma unroll
       for (int j = 0; j < ACC / 4; ++j) {  // (PINGPONG: half j / (BN / 8) of the tile)
         const int row = block_m + (PINGPONG ? j / (BN / 8) : wg) * 64 + warp_in_group * 16 + g;
@@ -672,6 +712,9 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
 #endif
     sch.unit = sch.dp_units;
     for (int unit, kb, ke; sch.next(unit, kb, ke);) tile(unit, kb, ke);
+#if EPI_DEFER
+    flush_deferred();  // the last tile's second pass
+#endif
 #if TMA_STORE
     if ((threadIdx.x % 128) == 0) tma_store_wait_all();  // shared memory must outlive the last store
 #endif
