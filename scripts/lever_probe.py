@@ -25,7 +25,8 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
                 shipped since commit cf845e8, so now the same kernel as v4 and v4-dp)
   v4-borrow     EPI_BORROW=1: the second store pass staged in the tile's last ring buffer
   v4-defer      EPI_DEFER=1: the second store pass rounded to fp16 in registers and staged and
-                stored during the next tile's first k-block (v4-defer-dp: with STREAMK=0)
+                stored during the next tile's first k-block (v4-defer-dp: with STREAMK=0;
+                v4-defer2: after the second k-block's wgmmas; v4-defer-u2: k-loop unrolled by 2)
   v4-nostore    diagnostic, WRONG results: the epilogue without its TMA stores (staging only)
   v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
                 for the first pass's store between the two)
@@ -125,13 +126,15 @@ v4_variants = {
     "v4-borrow": lambda: V4.variant(EPI_BORROW=1),
     "v4-defer": lambda: V4.variant(EPI_DEFER=1),
     "v4-defer-dp": lambda: V4.variant(EPI_DEFER=1, STREAMK=0),
+    "v4-defer2": lambda: V4.variant(EPI_DEFER=2),
+    "v4-defer-u2": lambda: mutated(V4, "u2", [(KLOOP, "#pragma unroll 2\n" + KLOOP)]).variant(EPI_DEFER=1),
     "v4-pp": lambda: V4.variant(**PP, STAGES=6),
     "v4-pp4": lambda: V4.variant(**PP, STAGES=4),
     "v4-pp-c2": lambda: V4.variant(**PP, STAGES=6, CLUSTER_M=2),
     "v4-128": lambda: V4.variant(BN=128, STREAMK=0, STAGES=6),
 }
 v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-borrow",
-             "v4-pp", "v4-pp4", "v4-pp-c2", "v4-128", "v4-defer", "v4-defer-dp"}
+             "v4-pp", "v4-pp4", "v4-pp-c2", "v4-128", "v4-defer", "v4-defer-dp", "v4-defer2", "v4-defer-u2"}
 
 FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
 KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"

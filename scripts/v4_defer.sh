@@ -9,13 +9,13 @@ OUT=${OUT:-/tmp/v4-defer}
 mkdir -p "$OUT"
 BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
 source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
-D="--set EPI_DEFER=1"
+D="--set EPI_DEFER=${DEFER:-1}"
 BIG="--shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192 --shape 128x256x64 --shape 256x256x4096 --shape 384x768x192 --shape 4096x4352x4096 --shape 1280x2560x320"
 run verify-defer 120 python3 -m stages verify v4_swizzle_pipeline $D --repeat 2
 run verify-defer-big 90 python3 -m stages verify v4_swizzle_pipeline $D $BIG
-run verify-defer-c2 60 python3 -m stages verify v4_swizzle_pipeline $D --set CLUSTER_M=2 $BIG
-run verify-defer-st 40 python3 -m stages verify v4_swizzle_pipeline $D --set STMATRIX=0 --quick
+[ -z "${QUICK:-}" ] && run verify-defer-c2 60 python3 -m stages verify v4_swizzle_pipeline $D --set CLUSTER_M=2 $BIG
+[ -z "${QUICK:-}" ] && run verify-defer-st 40 python3 -m stages verify v4_swizzle_pipeline $D --set STMATRIX=0 --quick
 run probe 240 python3 scripts/lever_probe.py --only v4 --v4 ${V4SET:-v4,v4-dp,v4-defer,v4-defer-dp,v4-noepi} --rounds ${ROUNDS:-6} --out "$OUT"
-run racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline $D --shape 512x768x256 --shape 1280x2560x320
-run synccheck 40 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline $D --shape 512x768x256
+[ -z "${QUICK:-}" ] && run racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline $D --shape 512x768x256 --shape 1280x2560x320
+[ -z "${QUICK:-}" ] && run synccheck 40 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v4_swizzle_pipeline $D --shape 512x768x256
 grep -h "plain:" "$OUT/probe.log"; for f in verify-defer verify-defer-big verify-defer-c2 verify-defer-st racecheck synccheck; do tail -n 2 "$OUT/$f.log"; done

@@ -84,10 +84,10 @@
 #if EPI_BORROW && (!TMA_STORE || CLUSTER_M != 1 || BN != 2 * EPI_COLS)
 #error "EPI_BORROW needs TMA_STORE=1, CLUSTER_M=1 and BN=256 (two store passes)"
 #endif
-// EPI_DEFER=1: the epilogue's second store pass is deferred into the next unit's first k-block.
+// EPI_DEFER=d > 0: the epilogue's second store pass is deferred into the next unit's mainloop.
 // Its 64 values per thread are rounded to fp16 (32 registers) before the accumulators are reused,
-// and staged and stored once that k-block's wgmmas are issued, so the tensor cores run while
-// the pass waits for the first pass's store to read the staging tile.
+// and staged and stored once the wgmmas of that unit's first d k-blocks are issued, so the tensor
+// cores run while the pass waits for the first pass's store to read the staging tile.
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
@@ -574,8 +574,9 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
         }
         wgmma_commit();
 #if EPI_DEFER
-        // The previous tile's second store pass, while this tile's first wgmmas run.
-        if (kt == kb) flush_deferred();
+        // The previous tile's second store pass, while this tile's first wgmmas run (EPI_DEFER
+        // k-blocks of them, or all of a shorter stream-K piece).
+        if (kt == min(kb + EPI_DEFER - 1, ke - 1)) flush_deferred();
 #endif
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
