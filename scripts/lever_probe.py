@@ -24,9 +24,11 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
                 then the stream-K pieces; measured as a probe copy in results/probes/20261130T131730,
                 shipped since commit cf845e8, so now the same kernel as v4 and v4-dp)
   v4-borrow     EPI_BORROW=1: the second store pass staged in the tile's last ring buffer
-  v4-defer      EPI_DEFER=1: the second store pass rounded to fp16 in registers and staged and
-                stored during the next tile's first k-block (v4-defer-dp: with STREAMK=0;
-                v4-defer2: after the second k-block's wgmmas; v4-defer-u2: k-loop unrolled by 2)
+  v4-defer      EPI_DEFER=1 (shipped since commit 48b367a's measurements): the second store pass
+                rounded to fp16 in registers and staged and stored during the next tile's first
+                k-block (v4-defer-dp: with STREAMK=0; v4-defer2: after the second k-block's
+                wgmmas; v4-defer-u2: k-loop unrolled by 2; v4-nodefer: EPI_DEFER=0, the store
+                passes back to back after the tile, as before)
   v4-nostore    diagnostic, WRONG results: the epilogue without its TMA stores (staging only)
   v4-s3e256     STAGES=3 with a whole-tile staging buffer (EPI_COLS=256: one store pass, no wait
                 for the first pass's store between the two)
@@ -38,9 +40,12 @@ v4_swizzle_pipeline, plain GEMM at 4096^3, 8192^3, 4096 x 14336 x 4096:
                 what the smaller tile costs by itself
 v5_fused_epilogue at 4096^3 and 8192^3:
   v5 / v5-dp    plain GEMM, shipped / STREAMK=0 (allowed for the plain GEMM in this probe only)
+  v5-nodefer    v5 with EPI_DEFER=0 (plain, fused and small shapes)
   v5-u2         v5 with the k-block loop unrolled by two (as v4-u2), plain and fused
-  v5[epi] / v5-inloop[epi]   bias+gelu_tanh, bias+gelu, bias: shipped fuse (a pass's 64 values
-                before the stores) / fused per stmatrix (two 8-column chunks at a time: no spill)
+  v5[epi] / v5-nodefer[epi]  bias+gelu_tanh, bias+gelu, bias: shipped (EPI_DEFER=1: the last
+                store pass staged during the next tile's first k-block) / EPI_DEFER=0 (v5-defer:
+                EPI_DEFER=1 by name). (v5-inloop, fused per stmatrix, is in the records before
+                commit ae76072; the pass body is store_pass now, which takes rounded values.)
   torch_addmm_gelu, torch_linear (when torch imports): the baselines of the fused goals.
 v5 under one wave (fewer tiles than SMs: 128 x 14336 x 4096, 16 x 14336 x 4096, 1000^3, ...):
   v5            shipped: every SM launched and the units shared out by stream-K (sk_fills) where
@@ -125,6 +130,7 @@ v4_variants = {
     "v4-i0": lambda: mutated(V4, "i0", I0),
     "v4-borrow": lambda: V4.variant(EPI_BORROW=1),
     "v4-defer": lambda: V4.variant(EPI_DEFER=1),
+    "v4-nodefer": lambda: V4.variant(EPI_DEFER=0),
     "v4-defer-dp": lambda: V4.variant(EPI_DEFER=1, STREAMK=0),
     "v4-defer2": lambda: V4.variant(EPI_DEFER=2),
     "v4-defer-u2": lambda: mutated(V4, "u2", [(KLOOP, "#pragma unroll 2\n" + KLOOP)]).variant(EPI_DEFER=1),
@@ -134,16 +140,15 @@ v4_variants = {
     "v4-128": lambda: V4.variant(BN=128, STREAMK=0, STAGES=6),
 }
 v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-borrow",
-             "v4-pp", "v4-pp4", "v4-pp-c2", "v4-128", "v4-defer", "v4-defer-dp", "v4-defer2", "v4-defer-u2"}
+             "v4-pp", "v4-pp4", "v4-pp-c2", "v4-128", "v4-defer", "v4-defer-dp", "v4-defer2", "v4-defer-u2", "v4-nodefer"}
 
-FUSE = "          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);\n"
 KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"
-STM = "            const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;\n"
 V5any = dataclasses.replace(V5, check_config=lambda c: None)
 v5_variants = {
     "v5": V5,
     "v5-dp": V5any.variant(STREAMK=0),
-    "v5-inloop": mutated(V5, "inloop", [(FUSE, ""), (STM, STM + "            fuse<2>(acc, j, bias_base, alpha, t);\n")]),
+    "v5-defer": V5.variant(EPI_DEFER=1),
+    "v5-nodefer": V5.variant(EPI_DEFER=0),
     "v5-u2": mutated(V5, "u2", [(KLOOP5, "#pragma unroll 2\n" + KLOOP5)]),
 }
 
@@ -202,7 +207,7 @@ V4_SET = set(args.v4.split(","))
 if "v4" in only:
     for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096)]:
         measure(*shape, {"cublas": CUBLAS, **{k: make() for k, make in v4_variants.items() if k in V4_SET},
-                         "v5": V5, "v5-u2": v5_variants["v5-u2"]}, v4_judged | {"v5", "v5-u2", "cublas"})
+                         "v5": V5, "v5-nodefer": v5_variants["v5-nodefer"]}, v4_judged | {"v5", "v5-nodefer", "cublas"})
 if "v5" in only:
     for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192)]:
         bias = (cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32)).astype(cp.float16)
@@ -214,7 +219,7 @@ if "v5" in only:
                 base["torch_addmm_gelu"] = stages.get("torch_addmm_gelu")
             if torch_ok:
                 base["torch_linear"] = stages.get("torch_linear")
-            measure(m, n, k, {**base, "v5": V5, "v5-u2": v5_variants["v5-u2"]}, {"v5", "v5-u2"}, epi, label)
+            measure(m, n, k, {**base, "v5": V5, "v5-nodefer": v5_variants["v5-nodefer"]}, {"v5", "v5-nodefer"}, epi, label)
 
 PREFETCH = ("  if (threadIdx.x == 0) {\n    for (int s = 0; s < STAGES; ++s) {\n",
             "  if (threadIdx.x == 32) {  // PROBE: fetch the descriptors while thread 0 sets up barriers\n"
@@ -224,8 +229,8 @@ PREFETCH = ("  if (threadIdx.x == 0) {\n    for (int s = 0; s < STAGES; ++s) {\n
             "  if (threadIdx.x == 0) {\n    for (int s = 0; s < STAGES; ++s) {\n")
 if "small" in only:
     N64 = {"AUTO": 0, "BM": 128, "BN": 64, "STAGES": 8}
-    small = {"v5": V5, "v5-n64": V5.variant(**N64), "v5-n64-nofill": V5.variant(**N64, SK_FILL=0),
-             "v5-pf": mutated(V5, "pf", [PREFETCH])}
+    small = {"v5": V5, "v5-nodefer": v5_variants["v5-nodefer"], "v5-n64": V5.variant(**N64),
+             "v5-n64-nofill": V5.variant(**N64, SK_FILL=0), "v5-pf": mutated(V5, "pf", [PREFETCH])}
     shapes = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or [
         (1000, 1000, 1000), (128, 4096, 4096), (256, 4096, 4096), (128, 14336, 4096),
         (1024, 1024, 1024), (1000, 1000, 4096), (2048, 1024, 1024), (4096, 4096, 4096)]

@@ -211,6 +211,11 @@ def test_v4_runs_the_fixup_build_only_where_it_splits():
         with pytest.raises(ValueError, match="PINGPONG"):
             v4.check_config({**pp, **bad})
     assert build(4096, 4096, 4096, pp) == {"STREAMK": 0}
+    # EPI_DEFER: how many of the next tile's k-blocks run before the deferred pass (0: none deferred)
+    for ok in (0, 1, 2):
+        v4.check_config({**st.defines, "EPI_DEFER": ok})
+    with pytest.raises(ValueError, match="EPI_DEFER"):
+        v4.check_config({**st.defines, "EPI_DEFER": 3})
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")

@@ -91,9 +91,9 @@
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
-#if EPI_DEFER && (!TMA_STORE || EPI_BORROW || PINGPONG || BN != 2 * EPI_COLS)
-#error "EPI_DEFER needs TMA_STORE=1, EPI_BORROW=0, PINGPONG=0 and BN=256 (two store passes)"
-#endif
+// (It applies to the TMA-store epilogue of the 128 x 256 tile, two passes; EPI_BORROW and
+// PINGPONG, the alternatives it was measured against, store at once.)
+#define DEFER (EPI_DEFER && TMA_STORE && !EPI_BORROW && !PINGPONG && BN == 2 * EPI_COLS)
 #define BAR_CONSUMERS 3                       // named barrier of both consumer warpgroups (1, 2: each alone)
 #define BAR_BYTES (2 * 8 * STAGES + 16 * PINGPONG)  // a full and an empty mbarrier per buffer (+ 2 order barriers)
 
@@ -538,7 +538,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
       }
     };
 #endif
-#if EPI_DEFER
+#if DEFER
     unsigned deferred[EPI_COLS / 4];   // the last tile's second store pass, fp16 pairs
     int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
     auto flush_deferred = [&]() {
@@ -573,7 +573,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
             wgmma_tile(acc_h, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);
         }
         wgmma_commit();
-#if EPI_DEFER
+#if DEFER
         // The previous tile's second store pass, while this tile's first wgmmas run (EPI_DEFER
         // k-blocks of them, or all of a shorter stream-K piece).
         if (kt == min(kb + EPI_DEFER - 1, ke - 1)) flush_deferred();
@@ -667,7 +667,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
           h[2 * jj] = pack_half2(acc[4 * j], acc[4 * j + 1]);
           h[2 * jj + 1] = pack_half2(acc[4 * j + 2], acc[4 * j + 3]);
         }
-#if EPI_DEFER
+#if DEFER
         if (pass == EPI_PASSES - 1) {  // staged and stored during the next unit's first k-block
 #pragma unroll
           for (int i = 0; i < EPI_COLS / 4; ++i) deferred[i] = h[i];
@@ -713,7 +713,7 @@ gemm_v4_swizzle_pipeline(const __grid_constant__ TmaDesc tmap_a, const __grid_co
 #endif
     sch.unit = sch.dp_units;
     for (int unit, kb, ke; sch.next(unit, kb, ke);) tile(unit, kb, ke);
-#if EPI_DEFER
+#if DEFER
     flush_deferred();  // the last tile's second pass
 #endif
 #if TMA_STORE

@@ -15,7 +15,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 # `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
-          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32}
+          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -102,6 +102,7 @@ def check_config(c: dict) -> None:
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
+        (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

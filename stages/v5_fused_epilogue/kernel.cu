@@ -83,6 +83,15 @@
 #else
 #define BIAS_BYTES 0
 #endif
+// EPI_DEFER=d > 0: the epilogue's last store pass (the second of a 128 x 256 tile, the only one
+// of a narrower tile) is deferred into the next unit's mainloop. Its values, fused and rounded to
+// fp16 (EPI_COLS / 4 registers per thread), are held while the accumulators are reused, and
+// staged and stored once the wgmmas of that unit's first d k-blocks are issued, so the tensor
+// cores run while the pass waits for the previous pass's store to read the staging tile.
+#ifndef EPI_DEFER
+#define EPI_DEFER 0
+#endif
+#define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL)  // (the direct-store and split-K paths store at once)
 #define ALIGN_SLACK 1024                      // the 128B swizzle repeats every 1024 bytes
 #define BAR_BYTES (2 * 8 * STAGES)            // a full and an empty mbarrier per buffer
 
@@ -370,6 +379,12 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
 #endif
 }
 
+// Two fp32 values rounded to one fp16 pair (the low half the first), as a 32-bit register.
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<unsigned*>(&v);
+}
+
 // ---- wgmma ------------------------------------------------------------------------------------
 // Shared-memory matrix descriptor of a K-major tile in the 128-byte swizzle: bits 0-13 start
 // address >> 4; 16-29 leading byte offset >> 4 (unused for swizzled K-major: 1); 32-45 stride
@@ -564,6 +579,56 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if BIAS_BYTES
     const int consumer_tid = threadIdx.x - 128;  // 0 .. CONSUMER_THREADS - 1
 #endif
+#if TMA_STORE && !PARTIAL
+    // One store pass: this warpgroup's 64 rows x EPI_COLS columns, `h` holding (as fp16 pairs)
+    // chunk jj of the pass at h[2 jj] (row g) and h[2 jj + 1] (row g + 8), staged as EPI_COLS / 64
+    // boxes of 64 rows x 128 bytes in the TMA 128B swizzle (16-byte chunk c of row r sits at chunk
+    // c ^ (r % 8)): the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads. The
+    // boxes are stored to columns x, x + 64, ... of rows y .. y + 63 of C, clipped at C's edge.
+    const bool leader = (threadIdx.x % 128) == 0;
+    const unsigned epi = epi_base + wg * EPI_WG_BYTES;
+    auto store_pass = [&](const unsigned (&h)[EPI_COLS / 4], int x, int y) {
+      const int warp_in_group = (threadIdx.x % 128) / 32;
+      if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
+      named_bar_sync(1 + wg, 128);
+#if STMATRIX
+      // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
+      // each (the accumulator's own layout) and gives the address of row l%8 of matrix l/8.
+      // Matrices: (rows 0-7, chunk jj), (rows 8-15, jj), (rows 0-7, jj+1), (rows 8-15, jj+1).
+      const int mat = lane / 8, mrow = warp_in_group * 16 + (mat % 2) * 8 + lane % 8;
+#pragma unroll
+      for (int jj = 0; jj < EPI_COLS / 8; jj += 2) {
+        const int cj = jj + mat / 2;  // this lane's address: chunk cj of row mrow
+        const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                     ::"r"(addr), "r"(h[2 * jj]), "r"(h[2 * jj + 1]), "r"(h[2 * jj + 2]), "r"(h[2 * jj + 3]) : "memory");
+      }
+#else
+      const int g = lane / 4, t = lane % 4, r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
+#pragma unroll
+      for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+        const unsigned box = epi + (jj / 8) * EPI_BOX_BYTES, chunk = ((jj % 8) ^ g) * 16 + 4 * t;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk), "r"(h[2 * jj]));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk), "r"(h[2 * jj + 1]));
+      }
+#endif
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> TMA reads
+      named_bar_sync(1 + wg, 128);
+      if (leader) {
+#pragma unroll
+        for (int b = 0; b < EPI_COLS / 64; ++b) tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, x + b * 64, y);
+        tma_store_commit();  // the box is clipped at C's edge: rows >= M, columns >= N are not written
+      }
+    };
+#endif
+#if DEFER
+    unsigned deferred[EPI_COLS / 4];      // the last tile's last store pass, fp16 pairs
+    int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
+    auto flush_deferred = [&]() {
+      if (deferred_x >= 0) store_pass(deferred, deferred_x, deferred_y);
+      deferred_x = -1;
+    };
+#endif
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
     Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
@@ -594,6 +659,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         for (int kk = 0; kk < BK / 16; ++kk)
           wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
         wgmma_commit();
+#if DEFER
+        // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
+        // k-blocks of them, or all of a shorter piece).
+        if (kt == min(kt0 + EPI_DEFER - 1, kt1 - 1)) flush_deferred();
+#endif
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
 
@@ -644,7 +714,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // ---- epilogue: accumulator layout of m64nN: warp w of the warpgroup owns rows 16w..16w+15;
       // lane (g = lane/4, t = lane%4) holds, for each 8-column chunk j, rows g and g+8 at columns
       // 8j + 2t and 8j + 2t + 1: acc[4j..4j+1] (row g), acc[4j+2..4j+3] (row g+8).
-      const int warp_in_group = (threadIdx.x % 128) / 32;
+      [[maybe_unused]] const int warp_in_group = (threadIdx.x % 128) / 32;
       [[maybe_unused]] const int g = lane / 4;  // (the stmatrix path addresses by lane instead)
       const int t = lane % 4;
 #if PARTIAL
@@ -675,56 +745,26 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #endif
 #if TMA_STORE
-      {
-        // Staging: per pass, EPI_COLS columns as EPI_COLS/64 boxes of 64 rows x 128 bytes in the
-        // TMA 128B swizzle (16-byte chunk c of row r sits at chunk c ^ (r % 8)): conflict-free
-        // 4-byte stores here, and the layout the store's tensor map (box 64 x 64, SWIZZLE_128B) reads.
-        const unsigned epi = epi_base + wg * EPI_WG_BYTES;
-        const bool leader = (threadIdx.x % 128) == 0;
 #pragma unroll
-        for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
-          fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
-          if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
-          named_bar_sync(1 + wg, 128);
-#if STMATRIX
-          // stmatrix.x4 writes four 8 x 8 fp16 matrices; lane l holds row l/4, columns 2(l%4)..+1 of
-          // each (the accumulator's own layout) and gives the address of row l%8 of matrix l/8.
-          // Matrices: (rows 0-7, chunk jj), (rows 8-15, jj), (rows 0-7, jj+1), (rows 8-15, jj+1).
-          const int mat = lane / 8, mrow = warp_in_group * 16 + (mat % 2) * 8 + lane % 8;
+      for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
+        fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
+        // This pass's EPI_COLS / 8 chunks, rounded to fp16: h[2 jj] row g, h[2 jj + 1] row g + 8.
+        unsigned h[EPI_COLS / 4];
 #pragma unroll
-          for (int jj = 0; jj < EPI_COLS / 8; jj += 2) {
-            const int j = pass * (EPI_COLS / 8) + jj;
-            const int cj = jj + mat / 2;  // this lane's address: chunk cj of row mrow
-            const unsigned addr = epi + (cj / 8) * EPI_BOX_BYTES + mrow * 128 + ((cj % 8) ^ (mrow % 8)) * 16;
-            __half2 h0 = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
-            __half2 h1 = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
-            __half2 h2 = __floats2half2_rn(acc[4 * j + 4], acc[4 * j + 5]);
-            __half2 h3 = __floats2half2_rn(acc[4 * j + 6], acc[4 * j + 7]);
-            asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
-                         ::"r"(addr), "r"(*reinterpret_cast<unsigned*>(&h0)), "r"(*reinterpret_cast<unsigned*>(&h1)),
-                         "r"(*reinterpret_cast<unsigned*>(&h2)), "r"(*reinterpret_cast<unsigned*>(&h3)) : "memory");
-          }
-#else
-          const int r = warp_in_group * 16 + g;  // r % 8 == (r + 8) % 8 == g
-#pragma unroll
-          for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-            const int j = pass * (EPI_COLS / 8) + jj;
-            const unsigned box = epi + (jj / 8) * EPI_BOX_BYTES, chunk = ((jj % 8) ^ g) * 16 + 4 * t;
-            __half2 lo = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
-            __half2 hi = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + r * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&lo)));
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(box + (r + 8) * 128 + chunk), "r"(*reinterpret_cast<unsigned*>(&hi)));
-          }
-#endif
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic writes -> TMA reads
-          named_bar_sync(1 + wg, 128);
-          if (leader) {
-#pragma unroll
-            for (int b = 0; b < EPI_COLS / 64; ++b)
-              tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, block_n + pass * EPI_COLS + b * 64, block_m + wg * 64);
-            tma_store_commit();  // the box is clipped at C's edge: rows >= M, columns >= N are not written
-          }
+        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+          const int j = pass * (EPI_COLS / 8) + jj;
+          h[2 * jj] = pack_half2(acc[4 * j], acc[4 * j + 1]);
+          h[2 * jj + 1] = pack_half2(acc[4 * j + 2], acc[4 * j + 3]);
         }
+#if DEFER
+        if (pass == BN / EPI_COLS - 1) {  // staged and stored during the next unit's first k-blocks
+#pragma unroll
+          for (int i = 0; i < EPI_COLS / 4; ++i) deferred[i] = h[i];
+          deferred_x = block_n + pass * EPI_COLS; deferred_y = block_m + wg * 64;
+          break;
+        }
+#endif
+        store_pass(h, block_n + pass * EPI_COLS, block_m + wg * 64);
       }
 #else
       // Direct stores (TMA_STORE=0: C has no tensor map, N % 8 != 0 or a misaligned out): any N,
@@ -769,8 +809,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif  // TMA_STORE
 #endif  // PARTIAL
     }
+#if DEFER
+    flush_deferred();  // the last tile's last pass
+#endif
 #if TMA_STORE && !PARTIAL
-    if ((threadIdx.x % 128) == 0) tma_store_wait_all();  // shared memory must outlive the last store
+    if (leader) tma_store_wait_all();  // shared memory must outlive the last store
 #endif
   }
 #if CLUSTER_M > 1
