@@ -13,7 +13,7 @@ BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
 source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
 BIG="--shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192 --shape 128x256x64 --shape 256x256x4096 --shape 4096x4352x4096 --shape 2048x2560x256 --shape 1536x3072x1024"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
-FILL="--shape 128x4096x4096 --shape 200x2001x4103 --shape 256x2048x8192 --shape 128x12288x8192 --shape 1000x1000x4096 --shape 1001x999x4100 --shape 2048x2560x256 --shape 1536x3072x1024 --shape 4096x4096x4096"
+FILL="--shape 128x4096x4096 --shape 200x2001x4103 --shape 256x2048x8192 --shape 128x12288x8192 --shape 1000x1000x4096 --shape 1001x999x4100 --shape 2048x2560x256 --shape 1536x3072x1024 --shape 4096x4096x4096 --shape 2100x2600x200"
 if [ -z "${SKIP_VERIFY:-}" ]; then
   run v4-verify 150 python3 -m stages verify v4_swizzle_pipeline --repeat 2 &
   run v4-verify-big 150 python3 -m stages verify v4_swizzle_pipeline $BIG &
@@ -27,9 +27,9 @@ fi
 run probe 240 python3 scripts/lever_probe.py --only ${ONLY:-v4,v5,small} --v4 ${V4SET:-v4,v4-nodefer,v4-noepi} --rounds ${ROUNDS:-6} --out "$OUT"
 if [ -z "${SKIP_SANITIZE:-}" ]; then
   run racecheck-v4 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 2048x2560x256 --shape 1536x3072x256 &
-  run racecheck-v5 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 1000x3000x200 &
+  run racecheck-v5 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 2100x2600x200 &
   run synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 2048x2560x256 &
-  run memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 2048x2560x256 --shape 1000x3000x200 &
+  run memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline v5_fused_epilogue --shape 2048x2560x256 --shape 2100x2600x200 &
   wait
 fi
 grep -h "plain:\|bias" "$OUT/probe.log" | grep -v Traceback
