@@ -56,7 +56,21 @@ case ${1:-} in
     run v5-fill-verify 150 python3 -m stages verify v5_fused_epilogue --shape 128x4096x4096 --shape 200x2001x4103 --shape 256x2048x8192 --shape 200x1000x4103 --shape 128x12288x8192 --shape 256x4096x4096 --shape 1000x1000x4096 --shape 1001x999x4100 --epilogue all --repeat 2
     run v5-fill-memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x1000x4103 --shape 200x3001x4103
     run v5-fill-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x1000x4103 ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill"; exit 2 ;;
+  defer-check) # EPI_DEFER shipped (v4, v5): both suite orders, every v5 epilogue on the sweep,
+               # v4's sweep with fresh inputs x3, v5's odd shapes x20 with one fused epilogue
+    run suite-file 520 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 520 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-full 470 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run v4-verify-repeat 300 python3 -m stages verify v4_swizzle_pipeline --repeat 3 &
+    wait
+    run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;
+  defer-perf)  # the published benches v4/v5 need after EPI_DEFER: plain (v4, v5, cuBLAS), v4's
+               # ablation with the deferred pass as its last rung, the fused epilogues, v5's shapes
+    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run v4-ablation 200 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -183,7 +183,8 @@ def kernel_splits_on_host(tmp_path, stage_name: str, cases) -> list[bool]:
 
 def test_v4_runs_the_fixup_build_only_where_it_splits():
     """defines_for: the STREAMK=1 build (and its scratch) only for calls whose wave the rule
-    splits; a STREAMK=0 variant stays STREAMK=0; EPI_BORROW is refused where it cannot apply."""
+    splits; a STREAMK=0 variant stays STREAMK=0; EPI_BORROW is refused where it cannot apply;
+    EPI_DEFER only where a block computes more than one unit."""
     import stages.v4_swizzle_pipeline as v4
     from stages.core import gpu
     from stages.core.stage import Call
@@ -197,7 +198,7 @@ def test_v4_runs_the_fixup_build_only_where_it_splits():
     assert build(4096, 4096, 4096, st.defines) == {"STREAMK": 0}     # 116 of 132: not split
     assert build(8192, 8192, 8192, st.defines) == {}                  # 68 of 132: split
     assert build(4096, 14336, 4096, st.defines) == {}
-    assert build(1024, 1024, 1024, st.defines) == {"STREAMK": 0}     # 32 units: one partial wave
+    assert build(1024, 1024, 1024, st.defines) == {"STREAMK": 0, "EPI_DEFER": 0}  # 32 units: one partial wave
     assert build(8192, 8192, 8192, {**st.defines, "STREAMK": 0}) == {"STREAMK": 0}
     for bad in ({"EPI_BORROW": 1, "CLUSTER_M": 2}, {"EPI_BORROW": 1, "TMA_STORE": 0},
                 {"EPI_BORROW": 1, "BN": 128}, {"EPI_BORROW": 2}):
@@ -216,6 +217,8 @@ def test_v4_runs_the_fixup_build_only_where_it_splits():
         v4.check_config({**st.defines, "EPI_DEFER": ok})
     with pytest.raises(ValueError, match="EPI_DEFER"):
         v4.check_config({**st.defines, "EPI_DEFER": 3})
+    # ... and only where a block computes more than one unit (a next tile to hide the pass under)
+    assert st.defines["EPI_DEFER"] == 1 and "EPI_DEFER" not in build(4096, 4096, 4096, st.defines)
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")

@@ -97,6 +97,19 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     assert not bad, f"{len(bad)} builds declare local memory, e.g. {bad[:3]}"
 
 
+@pytest.mark.parametrize("m, n, k, deferred", [
+    (4096, 4096, 4096, 1), (4096, 14336, 4096, 1), (4095, 4097, 4104, 1), (2100, 2600, 200, 1),
+    (1000, 1000, 1000, 0), (1024, 1024, 1024, 0), (128, 14336, 4096, 0), (16, 14336, 4096, 0),
+    (1, 4096, 4096, 0)])
+def test_the_store_pass_is_deferred_only_where_a_block_has_a_next_unit(m, n, k, deferred):
+    """EPI_DEFER (kernel.cu): the last store pass waits for the next unit's first k-block, so only
+    grids with more units than blocks build it; in one wave it measured slower (epi_defer)."""
+    units, workers = v5._workers(m, n, k, V5.defines, SMS)
+    splits = v5.shape_config(m, n, k, V5.defines, SMS)[3]
+    assert v5.epi_defer(m, n, k, V5.defines, SMS) == deferred == int(units > workers and splits == 1)
+    assert v5.epi_defer(m, n, k, {**V5.defines, "EPI_DEFER": 0}, SMS) == 0
+
+
 class _Arr:
     def __init__(self, ptr):
         self.data = type("D", (), {"ptr": ptr})()

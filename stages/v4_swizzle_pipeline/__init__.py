@@ -90,8 +90,14 @@ def streamk_splits(m: int, n: int, k: int, c: dict, dev) -> bool:
 def defines_for(call: Call) -> dict:
     """Per call: the build with the stream-K fixup only where the kernel splits the wave; every
     other shape (4096^3: its last wave of 116 of 132 is not split) runs the STREAMK=0 build, which
-    measured 0.5% faster there (scripts/lever_probe.py as v4-h2 against v4-h2-dp, results/probes/20261130T131730)."""
-    return {} if streamk_splits(call.m, call.n, call.k, call.cfg, call.dev) else {"STREAMK": 0}
+    measured 0.5% faster there (scripts/lever_probe.py as v4-h2 against v4-h2-dp, results/probes/20261130T131730).
+    EPI_DEFER only where a block computes more than one unit: in one wave there is no next tile
+    to hide the deferred pass under (v5 measured the build without it faster there, v5 README)."""
+    d = {} if streamk_splits(call.m, call.n, call.k, call.cfg, call.dev) else {"STREAMK": 0}
+    units, workers = _workers(call.m, call.n, call.cfg, call.dev)
+    if units <= workers and call.cfg["EPI_DEFER"]:
+        d["EPI_DEFER"] = 0
+    return d
 
 
 def streamk_scratch(call: Call) -> tuple:

@@ -7,9 +7,10 @@ from stages.tools import plots
 LADDER = {
     "PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0": "+ warp specialization, setmaxnreg",
     "PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0": "+ persistent grid (grouped 8)",
-    "PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0": "+ TMA-store epilogue",
-    "STREAMK=0": "+ GROUP_M 16",
-    "default": "+ stream-K last wave (shipped)",
+    "PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0": "+ TMA-store epilogue",
+    "STREAMK=0,EPI_DEFER=0": "+ GROUP_M 16",
+    "EPI_DEFER=0": "+ stream-K last wave",
+    "default": "+ second store pass under the next tile (shipped)",
     "CLUSTER_M=2": "+ 2-CTA cluster, B multicast",
     "ORDER=2": "Hilbert order instead of grouped",
     "ORDER=0": "row-major order instead of grouped",

@@ -128,7 +128,21 @@ def defines_for(call: Call) -> dict:
     return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1),
-            "TMA_STORE": int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct")}
+            "TMA_STORE": int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct"),
+            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count)}
+
+
+# EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
+# first k-block. Only a block that computes more than one unit has a next tile to hide it under;
+# in one wave the build without it measured faster (results/probes/20261130T150925: 1000^3 13.3
+# against 14.0 us, 1024^3 11.2 against 12.1, 1000 x 1000 x 4096 23.2 against 25.2: its k-loop is
+# not unrolled or peeled, NVVM's loop with the pass inside it), and with more units than SMs it
+# gains (4096 x 14336 x 4096: 660.0 against 678.5 us; 8192^3 bias+gelu_tanh 1589.5 against 1619.0).
+def epi_defer(m: int, n: int, k: int, c: dict, sms: int) -> int:
+    """EPI_DEFER for this call: as configured where some block computes more than one unit and K
+    is not split (split-K partials are stored at once), else 0."""
+    units, workers = _workers(m, n, k, c, sms)
+    return c["EPI_DEFER"] if units > workers and shape_config(m, n, k, c, sms)[3] == 1 else 0
 
 
 def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
