@@ -60,6 +60,8 @@ v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096
   v5-n64-nofill the same without SK_FILL (one block per tile)
   v5-pf         shipped, the three tensor maps prefetched (prefetch.tensormap) before the barriers
                 are set up, as CUTLASS does
+v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
+  v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
     python3 scripts/lever_probe.py --out DIR      ->  DIR/lever-probe.json
 """
@@ -236,6 +238,16 @@ if "small" in only:
         (1024, 1024, 1024), (1000, 1000, 4096), (2048, 1024, 1024), (4096, 4096, 4096)]
     for shape in shapes:
         measure(*shape, {"cublas": CUBLAS, **small}, set(small) | {"cublas"})
+
+if "cluster" in only:
+    # Small grids (fewer tiles than SMs): does sharing B between two CTAs by TMA multicast
+    # (CLUSTER_M=2, v4 only: v5 refuses clusters) shorten a tile? cuBLAS runs 2 x 4 clusters at
+    # 1000^3 (results/probes/20261130T140911-...-profile-1000x1000x1000.json).
+    cl = {"v5": V5, "v4-128": V4.variant(BN=128, STAGES=6),
+          "v4-128-c2": V4.variant(BN=128, STAGES=6, CLUSTER_M=2),
+          "v4-256": V4, "v4-256-c2": V4.variant(CLUSTER_M=2)}
+    for shape in [(1024, 1024, 1024), (1024, 1024, 4096), (2048, 1024, 1024), (1024, 2048, 2048), (2048, 2048, 1024)]:
+        measure(*shape, {"cublas": CUBLAS, **cl}, set(cl) | {"cublas"})
 
 if "fill" in only:
     # Waves under one (sk_fills): every SM launched and the units shared out by stream-K (SK_FILL=1,
