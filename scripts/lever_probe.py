@@ -60,6 +60,8 @@ v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096
   v5-n64-nofill the same without SK_FILL (one block per tile)
   v5-pf         shipped, the three tensor maps prefetched (prefetch.tensormap) before the barriers
                 are set up, as CUTLASS does
+  v5-128 / v4-128   the 128 x 128 tile with 6 buffers as a fixed choice (AUTO=0) / v4's kernel with
+                the same tile (tile multiples only): what v5's generality costs at one tile
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
@@ -87,6 +89,7 @@ p.add_argument("--reps", type=int, default=10)
 p.add_argument("--rounds", type=int, default=4)
 p.add_argument("--only", default="fill,v4,v5")  # and "small"
 p.add_argument("--small-shapes", default="", help="MxNxK,... for the small section instead of its list")
+p.add_argument("--small", default="", help="variants of the small section to run (default: all)")
 p.add_argument("--v4", default="v4,v4-dp,v4-9c65b8b,v4-peel,v4-noepi,v4-s3e256,v4-nowait1,v4-dbl64,v4-u2,v4-nostore,v4-i0")
 args = p.parse_args()
 HERE = Path(__file__).resolve().parent
@@ -232,7 +235,10 @@ PREFETCH = ("  if (threadIdx.x == 0) {\n    for (int s = 0; s < STAGES; ++s) {\n
 if "small" in only:
     N64 = {"AUTO": 0, "BM": 128, "BN": 64, "STAGES": 8}
     small = {"v5": V5, "v5-nodefer": v5_variants["v5-nodefer"], "v5-n64": V5.variant(**N64),
-             "v5-n64-nofill": V5.variant(**N64, SK_FILL=0), "v5-pf": mutated(V5, "pf", [PREFETCH])}
+             "v5-n64-nofill": V5.variant(**N64, SK_FILL=0), "v5-pf": mutated(V5, "pf", [PREFETCH]),
+             "v5-128": V5.variant(AUTO=0, BM=128, BN=128, STAGES=6),
+             "v4-128": V4.variant(BN=128, STAGES=6)}  # (tile multiples only)
+    small = {k: v for k, v in small.items() if k in set(args.small.split(","))} if args.small else small
     shapes = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or [
         (1000, 1000, 1000), (128, 4096, 4096), (256, 4096, 4096), (128, 14336, 4096),
         (1024, 1024, 1024), (1000, 1000, 4096), (2048, 1024, 1024), (4096, 4096, 4096)]
