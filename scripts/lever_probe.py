@@ -62,6 +62,8 @@ v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096
                 are set up, as CUTLASS does
   v5-128 / v4-128   the 128 x 128 tile with 6 buffers as a fixed choice (AUTO=0) / v4's kernel with
                 the same tile (tile multiples only): what v5's generality costs at one tile
+  v5-dp / v5-dp-nodefer   v5 built without stream-K (STREAMK=0, allowed in this probe only), with
+                and without EPI_DEFER
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
@@ -237,6 +239,7 @@ if "small" in only:
     small = {"v5": V5, "v5-nodefer": v5_variants["v5-nodefer"], "v5-n64": V5.variant(**N64),
              "v5-n64-nofill": V5.variant(**N64, SK_FILL=0), "v5-pf": mutated(V5, "pf", [PREFETCH]),
              "v5-128": V5.variant(AUTO=0, BM=128, BN=128, STAGES=6),
+             "v5-dp": v5_variants["v5-dp"], "v5-dp-nodefer": V5any.variant(STREAMK=0, EPI_DEFER=0),
              "v4-128": V4.variant(BN=128, STAGES=6)}  # (tile multiples only)
     small = {k: v for k, v in small.items() if k in set(args.small.split(","))} if args.small else small
     shapes = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or [
