@@ -69,13 +69,17 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
 def _every_build():
     """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), each
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
-    partials, which store directly)."""
+    partials, which store directly); per call (defines_for) with and without the stream-K fixup
+    (not with split K) and, on the TMA path of 128 x 256 tiles, with and without EPI_DEFER."""
     for (bm, bn), depth in v5.TILES.items():
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
                 for tma_store, partial in ((1, 0), (0, 0), (0, 1)):
-                    yield {"BM": bm, "BN": bn, "STAGES": depth, "ACT": act, "BIAS": bias,
-                           "TMA_STORE": tma_store, "PARTIAL": partial}
+                    for streamk in ((0,) if partial else (0, 1)):
+                        for defer in ((0, 1) if tma_store and (bm, bn) == (128, 256) else (0,)):
+                            yield {"BM": bm, "BN": bn, "STAGES": depth, "ACT": act, "BIAS": bias,
+                                   "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": streamk,
+                                   "EPI_DEFER": defer}
 
 
 def _local_arrays(extra: dict) -> int:
@@ -86,7 +90,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (120 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (270 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -140,8 +144,24 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(CLUSTER_M=2)
     with pytest.raises(ValueError, match="BM 64 or 128"):
         V5.variant(BM=256)
-    with pytest.raises(ValueError, match="STREAMK == 1"):
-        V5.variant(STREAMK=0)
+    with pytest.raises(ValueError, match="STREAMK 0 or 1"):
+        V5.variant(STREAMK=2)
+    with pytest.raises(ValueError, match="EPI_DEFER"):
+        V5.variant(EPI_DEFER=3)
+
+
+@pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
+                                     (2048, 2048, 4096), (1000, 1000, 1000), (128, 4096, 4096),
+                                     (4095, 4097, 4104), (1, 4096, 4096)])
+def test_the_fixup_is_built_only_where_the_kernel_splits(m, n, k):
+    """STREAMK per call, as in v4: the build with the stream-K fixup exactly where the kernel's
+    rule splits (streamk_pays, checked against the kernel in tests/test_schedule.py); every other
+    call runs the STREAMK=0 build. A STREAMK=0 variant never splits."""
+    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, gpu.REFERENCE_DEVICE,
+                contract.PLAIN)
+    assert v5.defines_for(call)["STREAMK"] == int(v5.streamk_pays(m, n, k, V5.defines, SMS))
+    call.cfg = {**V5.defines, "STREAMK": 0}
+    assert v5.defines_for(call)["STREAMK"] == 0
 
 
 # ---- on an H200 ------------------------------------------------------------------------------------

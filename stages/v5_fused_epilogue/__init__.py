@@ -98,7 +98,7 @@ def check_config(c: dict) -> None:
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
         (c["CLUSTER_M"] == 1, "CLUSTER_M == 1 (clusters and edge tiles or split K are not combined here; v4 measured no gain)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
-        (c["STREAMK"] == 1, "STREAMK == 1 (a STREAMK=0 build keeps the gelu accumulators in local memory: see streamk_pays)"),
+        (c["STREAMK"] in (0, 1), "STREAMK 0 or 1 (1: per call, the kernel splits a last wave where it pays; 0: never)"),
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
@@ -125,11 +125,12 @@ def defines_for(call: Call) -> dict:
     # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
     epi = call.epilogue
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
+    tma_c = int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
-            "PARTIAL": int(splits > 1),
-            "TMA_STORE": int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct"),
-            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count)}
+            "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
+            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
+            "STREAMK": int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count))}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -137,12 +138,17 @@ def defines_for(call: Call) -> dict:
 # in one wave the build without it measured faster (results/probes/20261130T150925: 1000^3 13.3
 # against 14.0 us, 1024^3 11.2 against 12.1, 1000 x 1000 x 4096 23.2 against 25.2: its k-loop is
 # not unrolled or peeled, NVVM's loop with the pass inside it), and with more units than SMs it
-# gains (4096 x 14336 x 4096: 660.0 against 678.5 us; 8192^3 bias+gelu_tanh 1589.5 against 1619.0).
+# gains at 128 x 256 (4096 x 14336 x 4096: 660.0 against 678.5 us; 8192^3 bias+gelu_tanh 1589.5
+# against 1619.0). With 128 x 128 tiles (one pass, all of it deferred) it lost even there:
+# 2048 x 2048 x 4096 61.4 against 56.4 us, 2048 x 2048 x 1024 21.6 against 20.4
+# (results/probes/20261130T152231 and T152255). So: 128 x 256 tiles only.
 def epi_defer(m: int, n: int, k: int, c: dict, sms: int) -> int:
-    """EPI_DEFER for this call: as configured where some block computes more than one unit and K
-    is not split (split-K partials are stored at once), else 0."""
+    """EPI_DEFER for this call: as configured where the tile is 128 x 256 (two store passes),
+    some block computes more than one unit and K is not split (split-K partials are stored at
+    once), else 0."""
     units, workers = _workers(m, n, k, c, sms)
-    return c["EPI_DEFER"] if units > workers and shape_config(m, n, k, c, sms)[3] == 1 else 0
+    bm, bn, _, splits = shape_config(m, n, k, c, sms)
+    return c["EPI_DEFER"] if units > workers and splits == 1 and (bm, bn) == (128, 256) else 0
 
 
 def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
@@ -179,13 +185,17 @@ def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
 # Stream-K (v4's last-wave split, kernel.cu "schedule"): the kernel decides per launch which units
 # to split (streamk_units: at least 12 idle k-blocks per worker in the last wave); streamk_pays is
 # the same rule on the host (tests/test_schedule.py compares the two), used to hand the kernel its
-# scratch only where it splits. STREAMK is always 1 in v5: a STREAMK=0 build of this kernel with
-# the erf gelu keeps the accumulators in local memory (NVVM leaves the epilogue's pass loop rolled,
-# so acc is indexed at run time; 256 B stack frame), which wgmma cannot use: those builds returned
-# wrong elements on the H200 (tests/test_v5.py at commit b3795de). Every build v5 makes is checked
-# for local memory (tests/test_v5.py). Measured in v5 (results/tuning/*-v5-streamk.json): the split
-# gains 6-15% at 4095 x 4097 x 4104, 1537 x 3071 x 4104 and 1280 x 5120 x 8192, and is within
-# +-0.5% at 8192^3 and 4096 x 14336 x 4096 (v4: +2-4%).
+# scratch only where it splits, and to build without the fixup (STREAMK=0) every call it would not
+# split, as v4 does: the unused fixup code cost 7-13% at 128 x 128 tiles (2048 x 1024 x 1024 13.3
+# against 12.4 us, 1024 x 2048 x 2048 19.5 against 17.9, 2048 x 2048 x 4096 56.4 against 51.5
+# without EPI_DEFER; 4096^3 0.8%: results/probes/20261130T152255, v5 against v5-dp). (Until commit
+# 978ed2a v5 was always STREAMK=1: a STREAMK=0 build with the erf gelu kept the accumulators in
+# local memory, NVVM leaving the epilogue's pass loop rolled, and returned wrong elements on the
+# H200 at commit b3795de. The pass loops are written out now, kernel.cu `static_for`, and every
+# build v5 makes, STREAMK=0 ones included, is checked for local memory: tests/test_v5.py.)
+# Measured in v5 (results/tuning/*-v5-streamk.json): the split gains 6-15% at 4095 x 4097 x 4104,
+# 1537 x 3071 x 4104 and 1280 x 5120 x 8192, and is within +-0.5% at 8192^3 and 4096 x 14336 x
+# 4096 (v4: +2-4%).
 SK_MIN_IDLE = 12
 
 

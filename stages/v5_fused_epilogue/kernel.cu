@@ -379,6 +379,15 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
 #endif
 }
 
+// A loop written out: f(0), f(1), ..., f(N - 1), each call inlined with its index a constant.
+// The epilogue indexes the accumulators by pass; unrolled by the language, not left to NVVM's
+// judgement (a rolled pass loop indexes acc at run time, which puts it in local memory, where
+// wgmma cannot use it: the STREAMK=0 builds of the gelu epilogues did, before this).
+template <int I, int N, typename F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (I < N) { f(I); static_for<I + 1, N>(f); }
+}
+
 // Two fp32 values rounded to one fp16 pair (the low half the first), as a 32-bit register.
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   __half2 v = __floats2half2_rn(lo, hi);
@@ -745,8 +754,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #endif
 #if TMA_STORE
-#pragma unroll
-      for (int pass = 0; pass < BN / EPI_COLS; ++pass) {
+      static_for<0, BN / EPI_COLS>([&](const int pass) {
         fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
         // This pass's EPI_COLS / 8 chunks, rounded to fp16: h[2 jj] row g, h[2 jj + 1] row g + 8.
         unsigned h[EPI_COLS / 4];
@@ -761,11 +769,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #pragma unroll
           for (int i = 0; i < EPI_COLS / 4; ++i) deferred[i] = h[i];
           deferred_x = block_n + pass * EPI_COLS; deferred_y = block_m + wg * 64;
-          break;
+          return;
         }
 #endif
         store_pass(h, block_n + pass * EPI_COLS, block_m + wg * 64);
-      }
+      });
 #else
       // Direct stores (TMA_STORE=0: C has no tensor map, N % 8 != 0 or a misaligned out): any N,
       // any 2-byte aligned C. Per pass of 64 columns the warpgroup stages its 64 rows in shared
@@ -775,8 +783,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // the columns start even, so it is row * N's parity and C's base), else as two halves.
       const unsigned stage = epi_base + wg * DIRECT_WG_BYTES;
       const int r = warp_in_group * 16 + g;  // this thread's rows r and r + 8 of the warpgroup's 64
-#pragma unroll
-      for (int pass = 0; pass < BN / DIRECT_COLS; ++pass) {
+      static_for<0, BN / DIRECT_COLS>([&](const int pass) {
         named_bar_sync(1 + wg, 128);  // the previous pass's rows have been read back
 #pragma unroll
         for (int jj = 0; jj < DIRECT_COLS / 8; ++jj) {
@@ -805,7 +812,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
             if (gcol + 1 < N) dst[1] = __high2half(v);
           }
         }
-      }
+      });
 #endif  // TMA_STORE
 #endif  // PARTIAL
     }
