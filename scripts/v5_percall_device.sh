@@ -23,9 +23,9 @@ if [ -z "${SKIP_VERIFY:-}" ]; then
 fi
 run probe 240 python3 scripts/lever_probe.py --only v4,v5,small --v4 v4 --small v5,v4-128 --small-shapes $SMALL --rounds ${ROUNDS:-6} --out "$OUT"
 if [ -z "${SKIP_SANITIZE:-}" ]; then
-  run racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 2100x2600x200 --shape 1536x3072x256 &
-  run synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 1536x3072x256 &
-  run memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 2100x2600x200 --shape 1536x3072x256 &
+  run racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 2100x2600x200 --shape 1536x3072x896 &
+  run synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 1536x3072x896 &
+  run memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 2048x2560x256 --shape 2100x2600x200 --shape 1536x3072x896 &
   wait
 fi
 grep -h "plain:\|bias" "$OUT/probe.log" | grep -v Traceback
