@@ -70,7 +70,16 @@ case ${1:-} in
     run v4-ablation 200 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf"; exit 2 ;;
+  final)       # the closing call: both suite orders and the stress run (published) at once, then
+               # the published benches of v4/v5 (plain, v5's shapes, fused), the GPU otherwise idle
+    run suite-file 420 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 420 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 330 python3 -m stages stress --publish --budget 300 &
+    wait
+    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1024x1024x1024 --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
