@@ -67,7 +67,7 @@ case ${1:-} in
   defer-perf)  # the published benches v4/v5 need after EPI_DEFER: plain (v4, v5, cuBLAS), v4's
                # ablation with the deferred pass as its last rung, the fused epilogues, v5's shapes
     run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run v4-ablation 200 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run v4-ablation 200 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish ;;
   final)       # the closing call: both suite orders and the stress run (published) at once, then
@@ -79,7 +79,18 @@ case ${1:-} in
     run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1024x1024x1024 --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final"; exit 2 ;;
+  xor)         # ORDER=3 (the seed's XOR of block indices) for issue 12: the ablation with it
+               # (published, GPU idle), then at once: both suite orders, ORDER=3 verified, the
+               # shipped v4 verified 20 times with fresh inputs, memcheck/synccheck on a large shape
+    run v4-ablation 120 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run suite-file 300 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 300 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v4-verify-xor 150 python3 -m stages verify v4_swizzle_pipeline --set ORDER=3 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 1536x3072x1024 --shape 2048x2560x256 &
+    run v4-verify-20 250 python3 -m stages verify v4_swizzle_pipeline --repeat 20 &
+    run v4-memcheck-large 250 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 4096x4096x1024 --shape 4096x14336x256 &
+    run v4-synccheck-large 250 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 4096x4096x1024 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -164,7 +164,7 @@ def schedule_source(stage_name: str) -> str:
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
 @pytest.mark.parametrize("stage", ["v4_swizzle_pipeline", "v5_fused_epilogue"])
-@pytest.mark.parametrize("order", [0, 1, 2])
+@pytest.mark.parametrize("order", [0, 1, 2, 3])
 def test_schedule_on_host(tmp_path, stage, order):
     res = run_on_host(tmp_path, stage, order, CHECKER)
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout

@@ -10,7 +10,8 @@ from stages.core.stage import Call, KernelStage, Launch
 # tiles (one 128-byte swizzle row), a ring of 4 buffers (4 x 48 KiB) + a 32 KiB epilogue staging
 # tile. The switches build the ablation ladder (each a -D define):
 #   PERSISTENT 0/1  one block per tile / min(tiles, SMs) resident blocks looping over tiles
-#   ORDER 0/1/2     tile walk: row-major / grouped by GROUP_M tile rows (v3's) / generalized Hilbert
+#   ORDER 0/1/2/3   tile walk: row-major / grouped by GROUP_M tile rows (v3's) / generalized Hilbert
+#                   / row-major with the seed's XOR of block indices (un ^= um % 8 in whole groups)
 #   TMA_STORE 0/1   epilogue: half2 stores from registers / swizzled shared tile + TMA bulk store
 #   CLUSTER_M 1/2   2-CTA clusters on vertically adjacent tiles, B multicast to both
 #   STMATRIX 0/1    epilogue staging: 4-byte st.shared / stmatrix.x4 (four 8x8 fp16 matrices)
@@ -41,7 +42,7 @@ def check_config(c: dict) -> None:
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
-        (c["ORDER"] in (0, 1, 2), "ORDER 0 (row-major), 1 (grouped) or 2 (Hilbert)"),
+        (c["ORDER"] in (0, 1, 2, 3), "ORDER 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"),
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1"),
         (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),

@@ -14,6 +14,7 @@ LADDER = {
     "CLUSTER_M=2": "+ 2-CTA cluster, B multicast",
     "ORDER=2": "Hilbert order instead of grouped",
     "ORDER=0": "row-major order instead of grouped",
+    "ORDER=3": "XOR of block indices (the seed's) instead of grouped",
     "STAGES=3": "3 buffers instead of 4",
     "STMATRIX=0": "4-byte st.shared staging instead of stmatrix",
     "GROUP_M=32": "GROUP_M 32",

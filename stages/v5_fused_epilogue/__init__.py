@@ -94,7 +94,7 @@ def check_config(c: dict) -> None:
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
-        (c["ORDER"] in (0, 1, 2), "ORDER 0 (row-major), 1 (grouped) or 2 (Hilbert)"),
+        (c["ORDER"] in (0, 1, 2, 3), "ORDER 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"),
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
         (c["CLUSTER_M"] == 1, "CLUSTER_M == 1 (clusters and edge tiles or split K are not combined here; v4 measured no gain)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),

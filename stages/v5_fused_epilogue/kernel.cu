@@ -184,6 +184,11 @@ __device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bu
 // resident at once cover a compact patch of C and share rows of A and columns of B in L2.
 // It descends by halving the rectangle; each level keeps only the part holding `idx`: a loop,
 // no recursion, no stack.
+// ORDER 3: the XOR of block indices (the seed's DeepGEMM story): row-major, then within every
+// complete aligned group of XOR_W tile columns a row's columns are permuted, un ^= um % XOR_W, so
+// blocks that start together in neighbouring rows read different columns of B. (In a persistent
+// grid the units in flight are those of row-major order; XOR reorders them inside that window.)
+#define XOR_W 8
 __host__ __device__ __forceinline__ int sgn(int v) { return (v > 0) - (v < 0); }
 __host__ __device__ __forceinline__ void gilbert_d2xy(int idx, int w, int h, int& out_x, int& out_y) {
   int x = 0, y = 0, ax, ay, bx, by;
@@ -230,8 +235,11 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
   um = first_m + in_group % group_m; un = in_group / group_m;
 #elif ORDER == 2
   gilbert_d2xy(unit, units_n, units_m, un, um);  // x along N, y along M
+#elif ORDER == 3
+  um = unit / units_n; un = unit % units_n;
+  if ((un | (XOR_W - 1)) < units_n) un ^= um % XOR_W;  // only inside a complete group: a bijection
 #else
-#error "ORDER must be 0 (row-major), 1 (grouped) or 2 (Hilbert)"
+#error "ORDER must be 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"
 #endif
 }
 
