@@ -15,7 +15,8 @@
 //             curve over any tiles_m x tiles_n.
 //             epilogue (TMA_STORE=1): fp16 into a 128B-swizzled shared staging tile, then one
 //             thread per consumer warpgroup stores it with cp.async.bulk.tensor (bulk_group);
-//             the next tile's math does not wait for the store.
+//             the next tile's math does not wait for the store; with EPI_DEFER its second pass
+//             waits in registers (fp16) until the next tile's first wgmmas are issued.
 //             cluster (CLUSTER_M=2): two CTAs on vertically adjacent tiles share B: each loads
 //             half of B and multicasts it to both; buffers are refilled only when the consumers
 //             of both CTAs have released them.

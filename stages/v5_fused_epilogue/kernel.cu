@@ -15,10 +15,11 @@
 //             per shape on the host; `splits` > 1 divides the k-blocks of every tile among
 //             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
-//             applies the epilogue. Without a split, v4's stream-K last wave (STREAMK=1), with
-//             its own per-stream workspace (sk_ws, flags); where the units fill less than one
-//             wave the host may launch one block per SM instead (SK_FILL), and then every unit
-//             is shared out by stream-K.
+//             applies the epilogue. Without a split, v4's stream-K last wave (STREAMK=1, built
+//             per call only where it splits), with its own per-stream workspace (sk_ws, flags);
+//             where the units fill less than one wave the host may launch one block per SM
+//             instead (SK_FILL), and then every unit is shared out by stream-K. v4's deferred
+//             store pass (EPI_DEFER) at 128 x 256 tiles.
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
