@@ -20,6 +20,8 @@ STAMP=$(mktemp); touch "$STAMP"
 # v5's shapes: the issue's decode/prefill and tail shapes, then waves under one that SK_FILL shares
 V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
+# v4's ablation ladder (the README's "Ablation" command; rung names in stages/v4_swizzle_pipeline/why.py)
+V4_ABLATION="python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish"
 case ${1:-} in
   correctness)
     run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"   # alone on the GPU: it times
@@ -33,7 +35,7 @@ case ${1:-} in
     run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;
   perf)
     run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run v4-ablation 170 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant STREAMK=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run v4-ablation 170 $V4_ABLATION
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
@@ -67,7 +69,7 @@ case ${1:-} in
   defer-perf)  # the published benches v4/v5 need after EPI_DEFER: plain (v4, v5, cuBLAS), v4's
                # ablation with the deferred pass as its last rung, the fused epilogues, v5's shapes
     run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run v4-ablation 200 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run v4-ablation 200 $V4_ABLATION
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish ;;
   final)       # the closing call: both suite orders and the stress run (published) at once, then
@@ -82,7 +84,7 @@ case ${1:-} in
   xor)         # ORDER=3 (the seed's XOR of block indices) for issue 12: the ablation with it
                # (published, GPU idle), then at once: both suite orders, ORDER=3 verified, the
                # shipped v4 verified 20 times with fresh inputs, memcheck/synccheck on a large shape
-    run v4-ablation 120 python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run v4-ablation 120 $V4_ABLATION
     run suite-file 300 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 300 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run v4-verify-xor 150 python3 -m stages verify v4_swizzle_pipeline --set ORDER=3 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 1536x3072x1024 --shape 2048x2560x256 &
