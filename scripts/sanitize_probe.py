@@ -3,6 +3,7 @@ be wrapped by compute-sanitizer:
     compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_probe.py
     compute-sanitizer --tool racecheck python3 scripts/sanitize_probe.py v1_tiled v2_cp_async
     compute-sanitizer --tool synccheck python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 1024x1024x2048
+    ... sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BN=112 --shape 300x1000x200   (a variant)
 Judged by the one judge (stages/tools/verify.py); exits non-zero on a wrong result, the
 sanitizer reports bad accesses and shared-memory races. (`--report-api-errors no`: cuda-bindings
 probes driver entry points with cuGetProcAddress, which memcheck otherwise counts as errors.)"""
@@ -13,10 +14,14 @@ from stages.tools import verify
 
 args = sys.argv[1:]
 shapes = [tuple(int(x) for x in args[i + 1].split("x")) for i, a in enumerate(args) if a == "--shape"]
-names = [a for i, a in enumerate(args) if a != "--shape" and (i == 0 or args[i - 1] != "--shape")] or stages.names()
+sets = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--set")
+flags = ("--shape", "--set")
+names = [a for i, a in enumerate(args) if a not in flags and (i == 0 or args[i - 1] not in flags)] or stages.names()
 bad = 0
 for name in names:
     st = stages.get(name)
+    if sets:
+        st = st.variant(**{k: int(v) for k, v in sets.items()})
     c = st.constraints
     if shapes:
         todo = shapes

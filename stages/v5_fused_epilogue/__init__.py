@@ -20,7 +20,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
-TILES = {(128, 256): 4, (128, 128): 6, (128, 64): 8, (64, 256): 5, (64, 128): 8}
+TILES = {(128, 256): 4, (128, 128): 6, (128, 112): 6, (128, 96): 6, (128, 80): 7, (128, 64): 8,
+         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 96): 10, (64, 80): 11, (64, 32): 16}
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -90,7 +91,7 @@ def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
-        (c["BN"] in (64, 128, 256), "BN 64, 128 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (32, 64, 80, 96, 112, 128, 256), "BN 32, 64, 80, 96, 112, 128 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
@@ -125,7 +126,8 @@ def defines_for(call: Call) -> dict:
     # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
     epi = call.epilogue
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
-    tma_c = int(splits == 1 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
+    # (the TMA store stages 64-column boxes: a tile of 112, 96, 80 or 32 columns stores directly)
+    tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
