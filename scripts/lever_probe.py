@@ -64,7 +64,7 @@ v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096
                 the same tile (tile multiples only): what v5's generality costs at one tile
   v5-dp / v5-dp-nodefer   v5 built without stream-K (STREAMK=0, allowed in this probe only), with
                 and without EPI_DEFER
-v5 with narrow tiles ("bn"): BN = 112, 96, 80, 32 (and 64, 128, 256) as fixed choices on the shapes
+v5 with narrow tiles ("bn"): BN = 112 and 32 (and 64, 128, 256) as fixed choices on the shapes
 where the rule's tile leaves SMs idle, beside the shipped rule and cuBLAS
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
@@ -271,7 +271,8 @@ if "fill" in only:
                          "v5-nofill": V5.variant(SK_FILL=0)}, {"v5", "v5-fill1", "v5-nofill", "cublas"})
 
 if "bn" in only:
-    # Narrow tiles that fill one wave (kernel.cu: wgmma N = 112, 96, 80, 32; stored directly):
+    # Narrow tiles that fill one wave (kernel.cu: wgmma N = 112 and 32, stored directly; 96 and 80
+    # were measured at commit ddb82b2, results/probes/20261130T*-bn, and dropped):
     # cuBLAS runs 112 x 128 tiles at 128 x 14336 x 4096 (128 tiles for 132 SMs) and 72 x 128 at
     # 1000^3 (results/probes/20261130T140934 and T140911 profiles). Each BN as a fixed choice
     # (AUTO=0, the ring depth of TILES, no split) beside the shipped rule and cuBLAS.
@@ -281,9 +282,9 @@ if "bn" in only:
         return V5any.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=1)
     plan_bn = {
         (128, 14336, 4096): [128, 112], (16, 14336, 4096): [128, 112], (64, 14336, 4096): [128, 112],
-        (1, 4096, 4096): [32, 80, 128], (1000, 1000, 1000): [128, 112, 96, 80, 64],
-        (1024, 1024, 1024): [128, 112, 96, 80, 64], (1000, 1000, 4096): [128, 112, 96, 80, 64],
-        (128, 4096, 4096): [112, 96, 80, 64], (256, 4096, 4096): [112, 96, 80, 64],
+        (1, 4096, 4096): [32, 128], (1000, 1000, 1000): [128, 112, 64],
+        (1024, 1024, 1024): [128, 112, 64], (1000, 1000, 4096): [128, 112, 64],
+        (128, 4096, 4096): [112, 64], (256, 4096, 4096): [112, 64],
         (2048, 2048, 4096): [256, 128], (2048, 2048, 2048): [256, 128], (1536, 3072, 2048): [256, 128],
         # one wave of 128 x 256 tiles filled 55-97% against 128 x 128 (the rule's pick under one wave)
         (1536, 1536, 4096): [256, 128], (1536, 2048, 4096): [256, 128], (1792, 2048, 4096): [256, 128],
@@ -293,7 +294,7 @@ if "bn" in only:
     wanted = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or list(plan_bn)
     for shape in wanted:
         bm = 64 if shape[0] <= 64 else 128
-        entries = {f"v5-bn{bn}": bn_variant(bm, bn) for bn in plan_bn.get(shape, [128, 112, 96, 80])}
+        entries = {f"v5-bn{bn}": bn_variant(bm, bn) for bn in plan_bn.get(shape, [256, 128, 112] if shape[0] > 64 else [128, 112, 32])}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, set(entries) | {"v5", "cublas"})
 
 with open(os.path.join(args.out, "lever-probe.json"), "w") as f:

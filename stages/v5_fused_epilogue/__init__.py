@@ -20,8 +20,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
-TILES = {(128, 256): 4, (128, 128): 6, (128, 112): 6, (128, 96): 6, (128, 80): 7, (128, 64): 8,
-         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 96): 10, (64, 80): 11, (64, 32): 16}
+TILES = {(128, 256): 4, (128, 128): 6, (128, 112): 6, (128, 64): 8,
+         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 32): 16}
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -39,11 +39,17 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    1 x 4096 x 4096: 32 tiles), K is split so that about 2 x SMs units stream it (at most 8
 #    splits, at least 4 k-blocks each); the split costs a reduction kernel (~4 us), so it only
 #    pays where most SMs would otherwise idle (at 16 x 14336 x 4096 every split lost).
-#  * M > 64: BM = 128; BN = 256 unless its tiles would not fill the SMs once (fewer tiles than
-#    SMs: 128 x 14336 x 4096 has 56, 1000^3 has 32), then 128 (twice the tiles; a 128 x 128 tile
-#    does 0.92-0.94 of a 128 x 256 tile's work per second at the large shapes, so where 256 fills
-#    the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles measured 16% slower although
-#    they fill 8 waves exactly against 256's 4.1). No split: at M = 128 every split lost.
+#  * M > 64: BM = 128; BN = 256 unless its tiles would fill less than two thirds of one wave
+#    (128 x 14336 x 4096 has 56 for 132 SMs, 1000^3 32), then 128 (twice the tiles; a 128 x 128
+#    tile does 0.92-0.94 of a 128 x 256 tile's work per second at the large shapes, so where 256
+#    fills the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles measured 16% slower
+#    although they fill 8 waves exactly against 256's 4.1). One wave 73-97% full of 128 x 256
+#    tiles beat the 1.5-2 waves of 128 x 128 (results/probes/20261130T163850: 96 tiles, 1536 x
+#    2048 x 4096, 45.2 against 50.9 us; 104, 1664 x 2048 x 2048, 27.1 against 33.2; 112, 1792 x
+#    2048 x 4096, 46.9 against 57.5; 128, 2048^2 x 4096, 49.0 against 51.2); 55% full lost (72
+#    tiles, 1536^2 x 4096: 44.6 against 39.0, where stream-K shares the 144 small tiles out):
+#    the threshold, 2/3, lies between the two, not measured closer. No split: at M = 128 every
+#    split lost.
 #    Narrower still, 128 x 64, where its tiles fit one wave and K is long (at least N64_MIN_K_TILES
 #    k-blocks) or whole k-blocks (K % 64 == 0): twice the tiles for the same wave. Measured (results/probes/20261130T141213-
 #    nvidia-h200-lever-probe.json, v5 against v5-n64): 128 x 4096 x 4096 25.9 -> 22.8 us, 256 x
@@ -52,7 +58,15 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    where K = 1000 (a partial last k-block), whatever M and N (results/probes/20261130T143406), so a
 #    short K keeps 128 x 128 unless it is whole k-blocks; where the 64-wide
 #    tiles would need a second wave it lost (128 x 14336 x 4096 42.6 -> 47.7, 2048 x 1024 x 1024
-#    13.5 -> 16.1).
+#    13.5 -> 16.1). Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is
+#    line-aligned; L2 traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's
+#    11% (ncu, results/probes/20261130T163853 and T163911 profiles).
+#  * Not picked: tiles that fill one wave exactly as cuBLAS's do (112 columns: 128 tiles at N =
+#    14336; 32 columns: 128 at 1 x 4096 x 4096). Each measured slower than the rule's tile
+#    (results/probes/20261130T163630: 128 x 14336 x 4096 43.2 against 42.5 us; 16 x 14336 x 4096
+#    42.9 against 42.0; 1 x 4096 x 4096 23.6 against the split's 19.5; at 1000^3, 1024^3 and
+#    1000 x 1000 x 4096 widths 112, 96 and 80 all lost to the rule's): these shapes are bound by
+#    the weight stream or by fixed latency, not by the SMs a wave leaves idle.
 N64_MIN_K_TILES = 32
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
@@ -69,7 +83,7 @@ def _auto(m: int, n: int, k: int, sms: int) -> tuple[int, int, int, int]:
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, TILES[(64, 128)], splits
 
-    if cdiv(m, 128) * cdiv(n, 256) >= sms:
+    if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         bn = 256
     elif cdiv(m, 128) * cdiv(n, 64) <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
         bn = 64
@@ -91,7 +105,7 @@ def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
-        (c["BN"] in (32, 64, 80, 96, 112, 128, 256), "BN 32, 64, 80, 96, 112, 128 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (32, 64, 112, 128, 256), "BN 32, 64, 112, 128 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
@@ -126,7 +140,7 @@ def defines_for(call: Call) -> dict:
     # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
     epi = call.epilogue
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
-    # (the TMA store stages 64-column boxes: a tile of 112, 96, 80 or 32 columns stores directly)
+    # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],

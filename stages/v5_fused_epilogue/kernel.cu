@@ -11,9 +11,10 @@
 //             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the kernel stores C
 //             itself (TMA_STORE=0, chosen per call): staged per 64 columns in shared memory,
 //             then written back row by row, coalesced and bounds-checked.
-//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 32 to 256 (the
-//             narrow ones fill a wave: 112 x 128 tiles at N = 14336), chosen per shape on the host; `splits` > 1 divides the k-blocks of every tile among
-//             `splits` units (split-K, PARTIAL=1) that write fp32 partial tiles to a workspace, and
+//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 64, 128 or 256
+//             (112 and 32 as knobs), chosen per shape on the host; `splits` > 1 divides the
+//             k-blocks of every tile among `splits` units (split-K, PARTIAL=1) that write fp32
+//             partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
 //             applies the epilogue. Without a split, v4's stream-K last wave (STREAMK=1, built
 //             per call only where it splits), with its own per-stream workspace (sk_ws, flags);
@@ -499,8 +500,11 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long lo
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-// The narrower tiles the shape rule uses to fill one wave (README "The shape rule"): the same
-// instruction with N = 112, 96, 80 or 32 (wgmma takes any N that is a multiple of 8 up to 256).
+// Narrow tiles that fill one wave where 128 columns leave SMs idle, as cuBLAS's kernels at
+// 128 x 14336 x 4096 (112 x 128 tiles) and in decode do: N = 112 and 32 (wgmma takes any multiple
+// of 8 up to 256). Measured slower than the shape rule's tiles at every shape tried, so the rule
+// does not pick them; they stay as knobs (AUTO=0, BN=112 or 32) for the measurement to be rerun
+// (README "The shape rule", scripts/lever_probe.py --only bn).
 __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -521,47 +525,6 @@ __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long l
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-__device__ __forceinline__ void wgmma_m64n96k16(float (&d)[48], unsigned long long desc_a,
-                                                unsigned long long desc_b, int scale_d) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %50, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-      "}, %48, %49, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-__device__ __forceinline__ void wgmma_m64n80k16(float (&d)[40], unsigned long long desc_a,
-                                                unsigned long long desc_b, int scale_d) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %42, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39"
-      "}, %40, %41, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
@@ -589,16 +552,12 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
   wgmma_m64n128k16(d, da, db, scale_d);
 #elif BN == 112
   wgmma_m64n112k16(d, da, db, scale_d);
-#elif BN == 96
-  wgmma_m64n96k16(d, da, db, scale_d);
-#elif BN == 80
-  wgmma_m64n80k16(d, da, db, scale_d);
 #elif BN == 64
   wgmma_m64n64k16(d, da, db, scale_d);
 #elif BN == 32
   wgmma_m64n32k16(d, da, db, scale_d);
 #else
-#error "BN must be 32, 64, 80, 96, 112, 128 or 256"
+#error "BN must be 32, 64, 112, 128 or 256"
 #endif
 }
 
@@ -884,7 +843,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // the columns start even, so it is row * N's parity and C's base), else as two halves.
       const unsigned stage = epi_base + wg * DIRECT_WG_BYTES;
       const int r = warp_in_group * 16 + g;  // this thread's rows r and r + 8 of the warpgroup's 64
-      // A tile whose BN is not a multiple of 64 (112, 96, 80, 32) ends with a narrower pass.
+      // A tile whose BN is not a multiple of 64 (112, 32) ends with a narrower pass.
       static_for<0, (BN + DIRECT_COLS - 1) / DIRECT_COLS>([&](const int pass) {
         const int cols = min(DIRECT_COLS, BN - pass * DIRECT_COLS);  // (a constant once unrolled)
         named_bar_sync(1 + wg, 128);  // the previous pass's rows have been read back
