@@ -5,7 +5,7 @@
 #                stream-K verify and sanitizer steps of v5_device.sh (no timing), at once
 #   perf         the published benchmarks (plain, v5's shapes, fused epilogues), v4's ablation
 #                (published), v5's shape sweep and the tail strategies
-# Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/final_device.sh correctness|perf|v5-fill
+# Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/final_device.sh correctness|perf|v5-fill|wave
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/final-out}
@@ -92,7 +92,20 @@ case ${1:-} in
     run v4-memcheck-large 250 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 4096x4096x1024 --shape 4096x14336x256 &
     run v4-synccheck-large 250 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 4096x4096x1024 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor"; exit 2 ;;
+  wave)        # the 2/3-wave rule and the narrow tiles (issue 13): both suite orders, the stress run
+               # (published), every epilogue on the shapes whose tile changed, then (GPU idle) the
+               # published benches and the wave probe with stream-K fill shapes
+    WAVE="--shape 1536x2048x4096 --shape 2048x2048x4096 --shape 1792x2048x1024 --shape 1536x2048x16384 --shape 1300x2048x1000 --shape 1200x2500x4104"
+    run suite-file 400 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 400 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 300 python3 -m stages stress --publish --budget 280 &
+    run v5-verify-wave 300 python3 -m stages verify v5_fused_epilogue $WAVE --epilogue all &
+    wait
+    run bench-plain 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --publish
+    run bench-fused 80 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run wave-probe 60 python3 scripts/lever_probe.py --only bn --rounds 4 --small-shapes 1536x2048x16384,1300x2048x1000,1200x2500x4104 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
