@@ -308,6 +308,16 @@ def test_ptxas_parser_reads_spills_and_warnings():
     assert any("C7515" in f for f in fails)
 
 
+def test_ptxas_parser_does_not_take_a_longer_names_report():
+    """v5's cubin holds gemm_v5_fused_epilogue_reduce, reported first: its 0-byte frame is not the
+    main kernel's (a prefix match read it for the main kernel until this test)."""
+    log = SPILLY_LOG.replace("gemm_x", "gemm_x_reduce").replace("152 bytes stack", "0 bytes stack") \
+        .replace("140 bytes spill stores, 132", "0 bytes spill stores, 0").replace("128 registers", "32 registers") + SPILLY_LOG
+    assert inspect.parse_ptxas(log, "gemm_x")["stack_frame"] == 152
+    assert inspect.parse_ptxas(log, "gemm_x")["registers"] == 128
+    assert inspect.parse_ptxas(log, "gemm_x_reduce")["registers"] == 32
+
+
 def test_a_missing_ptxas_report_is_a_failure_not_zero():
     got = inspect.parse_ptxas("ptxas info : 0 bytes gmem\n", "gemm_x")
     assert got["spill_stores"] is None and got["registers"] is None

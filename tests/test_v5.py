@@ -94,7 +94,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (270 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (360 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 

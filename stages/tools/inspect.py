@@ -116,8 +116,10 @@ def _int(pattern: str, text: str) -> int | None:
 
 def parse_ptxas(log: str, kernel: str) -> dict:
     """Registers, stack frame and spills for `kernel` from a `ptxas -v` log."""
-    i = log.find(f"Function properties for {kernel}")
-    part = log[i:] if i >= 0 else ""  # no report for this kernel: unknown, never another's figures
+    # The name exactly: "gemm_x" must not take the report of "gemm_x_reduce" printed before it
+    # (v5's cubin: until this was fixed, v5's main kernel read its reduce kernel's 0-byte frame).
+    m = re.search(rf"Function properties for {re.escape(kernel)}\s*$", log, re.MULTILINE)
+    part = log[m.start():] if m else ""  # no report for this kernel: unknown, never another's figures
     return {
         "stack_frame": _int(r"(\d+) bytes stack frame", part),
         "spill_stores": _int(r"(\d+) bytes spill stores", part),
