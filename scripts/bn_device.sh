@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
 # One H200 call for v5's narrow tiles (wgmma N = 112 and 32, stored directly; at commit ddb82b2
-# also 96 and 80): each tile as a
-# fixed choice verified on the odd shapes with every epilogue and on the quick sweep; racecheck and
-# synccheck on a 112-wide and a 32-wide tile; then lever_probe's "bn" section (each BN beside the
-# shipped rule and cuBLAS, interleaved rounds).
+# also 96 and 80): each tile as a fixed choice verified on the odd shapes with every epilogue and
+# on the quick sweep; racecheck and synccheck on a 112-wide and a 32-wide tile; then lever_probe's
+# "bn" section (each BN beside the shipped rule and cuBLAS, interleaved rounds).
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/bn_device.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/bn}
-mkdir -p "$OUT"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/bn
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13 --shape 128x14336x4096"
 if [ -z "${SKIP_VERIFY:-}" ]; then
   for t in 128:112:6 64:112:9 64:32:16; do

@@ -6,11 +6,8 @@
 # (so a deferred pass crosses tiles) and on a stream-K shape.
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/defer_device.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/defer}
-mkdir -p "$OUT"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/defer
 BIG="--shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192 --shape 128x256x64 --shape 256x256x4096 --shape 4096x4352x4096 --shape 2048x2560x256 --shape 1536x3072x1024"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 FILL="--shape 128x4096x4096 --shape 200x2001x4103 --shape 256x2048x8192 --shape 128x12288x8192 --shape 1000x1000x4096 --shape 1001x999x4100 --shape 2048x2560x256 --shape 1536x3072x1024 --shape 4096x4096x4096 --shape 2100x2600x200"

@@ -4,11 +4,8 @@
 # sweep with repeats, racecheck and synccheck on a split shape.
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v4_borrow.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/v4-borrow}
-mkdir -p "$OUT"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/v4-borrow
 run probe 90 python3 scripts/lever_probe.py --only v4 --v4 v4,v4-borrow,v4-9c65b8b --rounds 8 --out "$OUT"
 SK="--shape 2048x3328x2048 --shape 1536x3072x1024 --shape 2048x3328x64 --shape 2048x3328x128 --shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192"
 run verify-sk 90 python3 -m stages verify v4_swizzle_pipeline --set EPI_BORROW=1 $SK --repeat 3

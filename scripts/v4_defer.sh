@@ -4,11 +4,8 @@
 # and synccheck), then side by side with the shipped build (lever_probe, interleaved rounds).
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v4_defer.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/v4-defer}
-mkdir -p "$OUT"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/v4-defer
 D="--set EPI_DEFER=${DEFER:-1}"
 BIG="--shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192 --shape 128x256x64 --shape 256x256x4096 --shape 384x768x192 --shape 4096x4352x4096 --shape 1280x2560x320"
 run verify-defer 120 python3 -m stages verify v4_swizzle_pipeline $D --repeat 2

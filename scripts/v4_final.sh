@@ -4,12 +4,9 @@
 # (lever_probe), then correctness: the whole suite beside v4's stream-K verify steps.
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v4_final.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/v4-final}
-mkdir -p "$OUT"
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/v4-final
 STAMP=$(mktemp); touch "$STAMP"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
 run bench 150 python3 -m stages bench v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
 run probe 80 python3 scripts/lever_probe.py --only v4 --v4 v4,v4-dp,v4-9c65b8b --rounds 6 --out "$OUT"
 # v4's stream-K verify steps (the shipped build, CLUSTER_M=2, TMA_STORE=0) as v5_device.sh runs them

@@ -4,11 +4,8 @@
 # (lever_probe, interleaved rounds): v4-pp, v4-pp4, v4-pp-c2 and v4-128 (see its docstring).
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v4_pingpong.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/v4-pingpong}
-mkdir -p "$OUT"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/v4-pingpong
 PP="--set PINGPONG=1 --set BN=128 --set STREAMK=0 --set STAGES=6"
 BIG="--shape 4096x4096x4096 --shape 4096x14336x4096 --shape 8192x8192x8192 --shape 128x128x64 --shape 256x128x4096 --shape 384x640x192"
 run verify-pp 120 python3 -m stages verify v4_swizzle_pipeline $PP --repeat 2

@@ -6,11 +6,8 @@
 # memcheck / synccheck on a multi-tile STREAMK=0 shape, a stream-K shape and a tail shape.
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/v5_percall_device.sh
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/v5-percall}
-mkdir -p "$OUT"
-BUDGET=${BUDGET_S:-560} T0=$(date +%s) LOG="$OUT/run.log" STEP_LOGS="$OUT"
-source "$(dirname "$0")/budgeted_run.sh"
+source "$(dirname "$0")/budgeted_run.sh"   # call_setup; run NAME LIMIT_S CMD... (each step's log: $OUT/NAME.log)
+call_setup /tmp/v5-percall
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 FILL="--shape 128x4096x4096 --shape 200x2001x4103 --shape 256x2048x8192 --shape 128x12288x8192 --shape 1000x1000x4096 --shape 1001x999x4100 --shape 2048x2560x256 --shape 1536x3072x1024 --shape 4096x4096x4096 --shape 2100x2600x200 --shape 2048x2048x4096 --shape 2048x1024x1024"
 SMALL="2048x2048x1024,2048x1024x1024,1024x2048x2048,2048x2048x4096,1000x1000x1000,1024x1024x1024,128x4096x4096,256x4096x4096,1000x1000x4096,4096x4096x1024"
