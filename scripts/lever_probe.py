@@ -279,7 +279,7 @@ if "bn" in only:
     import stages.v5_fused_epilogue as v5mod
 
     def bn_variant(bm, bn):
-        return V5any.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=1)
+        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=1)
     plan_bn = {
         (128, 14336, 4096): [128, 112], (16, 14336, 4096): [128, 112], (64, 14336, 4096): [128, 112],
         (1, 4096, 4096): [32, 128], (1000, 1000, 1000): [128, 112, 64],

@@ -11,17 +11,18 @@ import sys
 
 import stages
 from stages.tools import verify
+from stages.tools.cli import _overrides
 
 args = sys.argv[1:]
 shapes = [tuple(int(x) for x in args[i + 1].split("x")) for i, a in enumerate(args) if a == "--shape"]
-sets = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--set")
+sets = _overrides([args[i + 1] for i, a in enumerate(args) if a == "--set"])  # verify --set's parser
 flags = ("--shape", "--set")
 names = [a for i, a in enumerate(args) if a not in flags and (i == 0 or args[i - 1] not in flags)] or stages.names()
 bad = 0
 for name in names:
     st = stages.get(name)
     if sets:
-        st = st.variant(**{k: int(v) for k, v in sets.items()})
+        st = st.variant(**sets)
     c = st.constraints
     if shapes:
         todo = shapes

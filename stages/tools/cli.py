@@ -332,13 +332,7 @@ def cmd_ceilings(args) -> int:
 # ---- inspect ---------------------------------------------------------------------------------
 def cmd_inspect(args) -> int:
     names = _select(args.stages, stages.names())
-    overrides = {}
-    for item in args.set or []:
-        key, _, val = item.partition("=")
-        try:
-            overrides[key.strip()] = int(val)
-        except ValueError:
-            raise ValueError(f"--set takes NAME=INTEGER, got {item!r}") from None
+    overrides = _overrides(args.set)
     status, reports = 0, []
     for name in names:
         st = stages.get(name)
