@@ -173,7 +173,17 @@ except Exception:  # noqa: BLE001
 rows = []
 
 
-def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain"):
+class CleanFlusher(L2Flusher):
+    """Reads the buffer instead of writing it: A, B and C are evicted as by L2Flusher, but the L2
+    is left holding clean lines, so the timed kernel writes nothing back (as under Nsight Compute,
+    which invalidates the caches). L2Flusher's fill leaves up to the L2's size of dirty lines."""
+
+    def __call__(self):
+        self._i += 1
+        self._sink = self._buf.max()
+
+
+def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain", flusher=None):
     """entries: {name: stage}; all prepared on the same operands, timed in interleaved rounds."""
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
     kw = {}
@@ -198,7 +208,7 @@ def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain"):
     samples = {name: [] for name in runs}
     for _ in range(args.rounds):
         for name, run in runs.items():
-            samples[name] += time_gpu(run, reps=args.reps, flush=flush).ms
+            samples[name] += time_gpu(run, reps=args.reps, flush=flusher or flush).ms
     med = {name: float(np.median(s)) for name, s in samples.items()}
     base = med.get("cublas") or med.get("torch_addmm_gelu")
     for name, ms in med.items():
@@ -296,6 +306,26 @@ if "bn" in only:
         bm = 64 if shape[0] <= 64 else 128
         entries = {f"v5-bn{bn}": bn_variant(bm, bn) for bn in plan_bn.get(shape, [256, 128, 112] if shape[0] > 64 else [128, 112, 32])}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, set(entries) | {"v5", "cublas"})
+
+if "split" in only:
+    # A split of K summed in the main kernel by the unit that completes each tile (SPLIT_FIXUP=1,
+    # shipped) against the reduce kernel (SPLIT_FIXUP=0), at the shapes the rule splits; and, on
+    # decode shapes the rule does not split, fixed splits with the in-kernel sum (AUTO=0).
+    fixed = {"v5-reduce": V5.variant(SPLIT_FIXUP=0)}
+    for shape in [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192),
+                  (1, 4096, 14336), (33, 3000, 4104), (1, 1000, 1000)]:
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-reduce", "cublas"})
+    for shape in [(1, 14336, 4096), (16, 14336, 4096), (64, 14336, 4096), (16, 4096, 14336)]:
+        forced = {f"v5-s{sp}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=sp) for sp in (2, 3, 4)}
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **forced}, {"v5", "cublas", *forced})
+
+if "clean" in only:
+    # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel
+    # writes back while it streams its weights; the same shapes after a flush that leaves it clean.
+    clean = CleanFlusher(dev.l2_bytes)
+    for shape in [(1, 4096, 4096), (16, 14336, 4096), (128, 14336, 4096), (1000, 1000, 1000), (4096, 4096, 4096)]:
+        measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, fill flush")
+        measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, clean flush", flusher=clean)
 
 with open(os.path.join(args.out, "lever-probe.json"), "w") as f:
     json.dump({"kind": "lever-probe", "env": records.environment(),

@@ -229,6 +229,63 @@ def test_split_k_is_bitwise_repeatable(runnable):
         assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all())
 
 
+# Split K (M <= 64, few tiles): the rule's splits, odd M and N (direct halves), K % 8 (padded copy).
+SPLIT_SHAPES = [(1, 4096, 4096), (17, 1000, 4104), (33, 3000, 4099), (64, 2048, 8192), (3, 7, 1000)]
+
+
+def test_the_split_shapes_are_split():
+    for m, n, k in SPLIT_SHAPES:
+        assert v5.shape_config(m, n, k, V5.defines, SMS)[3] > 1, (m, n, k)
+
+
+@pytest.mark.hopper
+def test_the_in_kernel_split_sum_launches_one_kernel(runnable):
+    """SPLIT_FIXUP=1: the main kernel alone (with a per-tile counter); 0: the reduce kernel after it."""
+    runnable("v5_fused_epilogue")
+    cp = gpu.cupy()
+
+    class Kernels:
+        def __init__(self):
+            self.names = []
+
+        def launcher(self, args, name="gemm_v5_fused_epilogue", **kw):
+            self.names.append(name)
+            return lambda: None
+    a, b, out = cp.ones((1, 4096), cp.float16), cp.ones((4096, 4096), cp.float16), cp.empty((1, 4096), cp.float16)
+    for fix, names in ((1, ["gemm_v5_fused_epilogue"]), (0, ["gemm_v5_fused_epilogue", "gemm_v5_fused_epilogue_reduce"])):
+        call = Call(a, b, out, 1, 4096, 4096, {**V5.defines, "SPLIT_FIXUP": fix}, gpu.current(), contract.PLAIN)
+        call.cfg = {**call.cfg, **v5.defines_for(call)}
+        kernels = Kernels()
+        v5.plan(call, kernels)
+        assert kernels.names == names
+
+
+@pytest.mark.hopper
+def test_the_in_kernel_split_sum_is_the_reduce_kernels_bit_for_bit(runnable):
+    """SPLIT_FIXUP=1 (the unit that completes a tile sums its partials) against 0 (the reduce
+    kernel): the same sum in the same order, so the same bits, whichever unit finishes last; both
+    judged against float64, 5 repeats with fresh inputs (the per-tile counters must be back at zero
+    after every call, or the next call's sums would be wrong)."""
+    st = runnable("v5_fused_epilogue")
+    old = st.variant(SPLIT_FIXUP=0)
+    cp = gpu.cupy()
+    for m, n, k in SPLIT_SHAPES:
+        for alpha, bias_dtype, act in ((1.0, None, None), (0.5, cp.float16, "gelu"), (-1.5, cp.float32, "silu")):
+            for rep in range(5):
+                a, b = verify.random_operands(m, n, k, 1000 * rep + m, cp)
+                bias = None if bias_dtype is None else \
+                    cp.random.default_rng(rep).standard_normal(n, dtype=cp.float32).astype(bias_dtype)
+                epi = contract.Epilogue(bias, alpha, act)
+                x = cp.full((m, n), np.nan, cp.float16)
+                y = cp.full((m, n), np.nan, cp.float16)
+                st.gemm(a, b, out=x, bias=bias, alpha=alpha, activation=act)
+                old.gemm(a, b, out=y, bias=bias, alpha=alpha, activation=act)
+                assert bool((x.view(cp.uint16) == y.view(cp.uint16)).all()), (m, n, k, act, rep)
+                ref, mag = verify.reference(a, b, cp, epi)
+                chk = verify.judge_output(verify.Check(st.name, m, n, k, rep), x, ref, mag, cp)
+                assert chk.passed, (m, n, k, act, rep, chk.reason)
+
+
 # Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
 # (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch;
 # then waves under one that every SM shares (sk_fills): 128 x 64 tiles with a TMA store and with

@@ -15,7 +15,8 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 # `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
-          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1}
+          "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
+          "SPLIT_FIXUP": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -118,6 +119,7 @@ def check_config(c: dict) -> None:
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
         (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
+        (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:
@@ -242,7 +244,8 @@ def _copy_into(dst, src, k: int) -> None:
 
 
 def plan(call: Call, kernels) -> list:
-    """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction]."""
+    """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction kernel, where
+    SPLIT_FIXUP=0: with 1 the main kernel sums the splits itself]."""
     cp = gpu.cupy()
     m, n, k, epi = call.m, call.n, call.k, call.epilogue
     bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev.sm_count)
@@ -259,12 +262,16 @@ def plan(call: Call, kernels) -> list:
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2
     ws = cp.empty((splits, m, ldw), cp.float32) if splits > 1 else _NULL
+    sk_part, flags = streamk_scratch(call, bm, bn)
+    fixup = splits > 1 and call.cfg["SPLIT_FIXUP"]
+    if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
+        flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
     args = (tma.tensor_map(a, bm, 64), tma.tensor_map(b, bn, 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
-            ws, np.int32(splits), np.int32(ldw), *streamk_scratch(call, bm, bn))
+            ws, np.int32(splits), np.int32(ldw), sk_part, flags)
     steps.append(kernels.launcher(args))
-    if splits > 1:
+    if splits > 1 and not fixup:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher(
             (ws, np.int32(splits), np.int32(m), np.int32(n), np.int32(ldw), call.out, bias, np.float32(epi.alpha)),

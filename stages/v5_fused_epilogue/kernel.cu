@@ -44,7 +44,10 @@
 #define BIAS 0          // bias: 0 none, 1 fp16, 2 fp32
 #endif
 #ifndef PARTIAL
-#define PARTIAL 0       // 1: split K, write fp32 partial tiles (the reduce kernel finishes them)
+#define PARTIAL 0       // 1: split K, write fp32 partial tiles (summed by SPLIT_FIXUP's choice)
+#endif
+#ifndef SPLIT_FIXUP
+#define SPLIT_FIXUP 1   // PARTIAL: 1 the unit that completes a tile sums its partials, 0 the reduce kernel
 #endif
 
 // ---- roles and register budgets (setmaxnreg, BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
@@ -321,6 +324,28 @@ __device__ __forceinline__ unsigned flag_acquire(const unsigned* f) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(f) : "memory");
   return v;
+}
+
+// ---- split-K fixup: one counter per tile in global memory (the `flags` argument when PARTIAL) --
+// The count of a tile's units done so far, before this one's: release (its partials, fenced by
+// every writer before the barrier that precedes this) and acquire (the others' partials).
+__device__ __forceinline__ unsigned count_arrival(unsigned* c) {
+  unsigned v;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(v) : "l"(c) : "memory");
+  return v;
+}
+// Named barrier `id` among `count` threads that also ORs a predicate over them.
+template <int ID, int COUNT>
+__device__ __forceinline__ bool bar_any(bool p) {
+  unsigned r;
+  asm volatile(
+      "{\n"
+      ".reg .pred q, any;\n"
+      "setp.ne.u32 q, %1, 0;\n"
+      "bar.red.or.pred any, %2, %3, q;\n"
+      "selp.u32 %0, 1, 0, any;\n"
+      "}\n" : "=r"(r) : "r"(static_cast<unsigned>(p)), "n"(ID), "n"(COUNT) : "memory");
+  return r != 0;
 }
 
 // ---- epilogue math: y = act(alpha * acc + bias), in fp32 --------------------------------------
@@ -800,6 +825,47 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
             if (row + 8 < M) *reinterpret_cast<float2*>(slice + (size_t)(row + 8) * ldw + col) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
           }
         }
+#if SPLIT_FIXUP
+        // ---- split-K fixup: the unit that completes a tile's count sums all of its partials,
+        // in split order from zero as the reduce kernel does (bitwise the same C, repeatable
+        // whichever unit finishes last), applies the epilogue and stores C; the others go on to
+        // their next unit. No second kernel, no wait: nobody waits for a partial not yet written.
+        __threadfence();                                   // this thread's partials, visible GPU-wide
+        named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);   // ... before the tile's count moves
+        bool last = false;
+        if (threadIdx.x == 128) {
+          unsigned* count = flags + unit / splits;
+          last = count_arrival(count) == static_cast<unsigned>(splits - 1);
+          if (last) *count = 0;                            // as the launch found it, for the next one
+        }
+        if (bar_any<BAR_CONSUMERS, CONSUMER_THREADS>(last)) {
+          __threadfence();
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = block_n + 8 * j + 2 * t;
+            if (col >= N) continue;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int r = row + 8 * h;
+              if (r >= M) continue;
+              float2 sum = make_float2(0.0f, 0.0f);
+              for (int s = 0; s < splits; ++s) {
+                const float2 p = __ldcg(reinterpret_cast<const float2*>(ws + ((size_t)s * M + r) * ldw + col));
+                sum.x += p.x; sum.y += p.y;
+              }
+              const __half lo = __float2half_rn(fuse_one(sum.x, bias, alpha, col, N));
+              __half* dst = C + (size_t)r * N + col;
+              if (col + 1 < N) {
+                const __half hi = __float2half_rn(fuse_one(sum.y, bias, alpha, col + 1, N));
+                if ((reinterpret_cast<size_t>(dst) & 3) == 0) *reinterpret_cast<__half2*>(dst) = __halves2half2(lo, hi);
+                else { dst[0] = lo; dst[1] = hi; }
+              } else {
+                dst[0] = lo;
+              }
+            }
+          }
+        }
+#endif
       }
 #else
       // ---- fused epilogue: alpha, bias and the activation on the fp32 accumulators, in place ----

@@ -1,0 +1,89 @@
+"""The SM clock and board power while a GEMM runs back to back: what the tensor-core peak is at
+the clock the H200 holds under that load (issue 13's 856 TFLOP/s, the seed's 86% of the 989 of
+the datasheet, is a fraction of a peak that moves with the clock).
+
+For each stage and shape: the launch is prepared once, then repeated without an L2 flush for
+`--seconds` while `nvidia-smi` samples clocks.sm, power.draw, power.limit, temperature and the
+active clock-event (throttle) reasons every 50 ms; CUDA events time the whole loop. The clock's
+peak: 132 SMs x 4096 dense fp16 FLOP per SM per clock (989.4 TFLOP/s / (132 x 1830 MHz), the
+datasheet's figure at its boost clock) x the median sampled clock.
+
+    python3 scripts/clock_probe.py --out DIR      ->  DIR/clock-probe.json
+"""
+import argparse
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+
+import numpy as np
+
+import stages
+from stages.core import gpu
+from stages.tools import records, verify
+from stages.tools.timing import tflops
+
+FLOP_PER_SM_CLOCK = 4096  # 989.4e12 / (132 * 1.83e9): the datasheet's dense fp16 rate per SM and clock
+FIELDS = "clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+p.add_argument("--seconds", type=float, default=3.0)
+args = p.parse_args()
+
+cp = gpu.cupy()
+dev = gpu.current()
+smi = shutil.which("nvidia-smi")
+rows = []
+for name, (m, n, k) in [("v5_fused_epilogue", (8192, 8192, 8192)), ("cublas", (8192, 8192, 8192)),
+                        ("v5_fused_epilogue", (4096, 4096, 4096)), ("cublas", (4096, 4096, 4096))]:
+    st = stages.get(name)
+    a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
+    out = cp.empty((m, n), cp.float16)
+    run = st.prepare(a, b, out)
+    for _ in range(20):
+        run()
+    cp.cuda.get_current_stream().synchronize()
+    per = max(1, int(args.seconds / 0.0015 if m == 8192 else args.seconds / 0.0002))
+    sampler = subprocess.Popen([smi, f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits", "-lms", "50"],
+                               stdout=subprocess.PIPE, text=True) if smi else None
+    time.sleep(0.2)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(per):
+        run()
+    end.record()
+    end.synchronize()
+    ms = cp.cuda.get_elapsed_time(start, end) / per
+    samples = []
+    if sampler:
+        sampler.terminate()
+        text = sampler.communicate(timeout=10)[0]
+        for line in text.strip().splitlines():
+            f = [x.strip() for x in line.split(",")]
+            try:
+                samples.append({"sm_mhz": float(f[0]), "mem_mhz": float(f[1]), "power_w": float(f[2]),
+                                "power_limit_w": float(f[3]), "temp_c": float(f[4]), "reasons": f[5]})
+            except (ValueError, IndexError):
+                continue
+    busy = samples[len(samples) // 4:]  # past the first quarter (the loop's ramp)
+    clk = float(np.median([s["sm_mhz"] for s in busy])) if busy else None
+    tf = tflops(m, n, k, ms)
+    peak = 132 * FLOP_PER_SM_CLOCK * clk * 1e6 / 1e12 if clk else None
+    row = {"stage": name, "m": m, "n": n, "k": k, "launches": per, "ms_per_launch": ms, "tflops": tf,
+           "sm_mhz_median": clk, "sm_mhz_min": min((s["sm_mhz"] for s in busy), default=None),
+           "power_w_median": float(np.median([s["power_w"] for s in busy])) if busy else None,
+           "power_limit_w": busy[0]["power_limit_w"] if busy else None,
+           "temp_c_max": max((s["temp_c"] for s in busy), default=None),
+           "reasons_seen": sorted({s["reasons"] for s in busy}),
+           "peak_tflops_at_clock": peak, "fraction_of_peak_at_clock": tf / peak if peak else None,
+           "samples": len(busy)}
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+    del a, b, out
+    cp.get_default_memory_pool().free_all_blocks()
+
+with open(os.path.join(args.out, "clock-probe.json"), "w") as f:
+    json.dump({"kind": "clock-probe", "env": records.environment(), "settings": vars(args), "results": rows}, f, indent=1)
