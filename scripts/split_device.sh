@@ -14,7 +14,7 @@ run tests 240 python3 -m pytest -q -x tests/test_v5.py -k "split or every_path o
 run memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SPLIT &
 run synccheck 240 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SPLIT &
 wait
-run probe 240 python3 scripts/lever_probe.py --only split,clean --rounds ${ROUNDS:-4} --out "$OUT"
+run probe 240 python3 scripts/lever_probe.py --only ${SECTIONS:-split,clean} --rounds ${ROUNDS:-4} --out "$OUT"
 run clock 60 python3 scripts/clock_probe.py --out "$OUT"
 grep -h "plain" "$OUT/probe.log"
 for f in tests memcheck synccheck clock; do [ -f "$OUT/$f.log" ] && { echo "== $f"; tail -n 6 "$OUT/$f.log"; }; done

@@ -49,6 +49,8 @@
 #ifndef SPLIT_FIXUP
 #define SPLIT_FIXUP 1   // PARTIAL: 1 the unit that completes a tile sums its partials, 0 the reduce kernel
 #endif
+#define FIX_U 4         // SPLIT_FIXUP: column pairs per thread at once
+#define FIX_S 4         // ... and splits of each loaded together
 
 // ---- roles and register budgets (setmaxnreg, BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
 // BM 64: 40 x 128 + 232 x 128 = 34,816) --------------------------------------------------------
@@ -840,23 +842,40 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         }
         if (bar_any<BAR_CONSUMERS, CONSUMER_THREADS>(last)) {
           __threadfence();
+          // The tile's elements in pairs of columns, spread over every consumer thread (in a
+          // decode shape only a few rows are real: the accumulator layout would leave most threads
+          // idle), FIX_U pairs per thread at once, each pair's partials loaded FIX_S splits at a
+          // time before they are added in order (the loads in flight together, not one by one).
+          const int rows = min(BM, M - block_m), pairs = (min(BN, N - block_n) + 1) / 2, total = rows * pairs;
+          for (int e0 = threadIdx.x - 128; e0 < total; e0 += FIX_U * CONSUMER_THREADS) {
+            float2 sum[FIX_U];
 #pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int col = block_n + 8 * j + 2 * t;
-            if (col >= N) continue;
+            for (int u = 0; u < FIX_U; ++u) sum[u] = make_float2(0.0f, 0.0f);
+            for (int s0 = 0; s0 < splits; s0 += FIX_S) {
+              float2 p[FIX_U][FIX_S];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int r = row + 8 * h;
-              if (r >= M) continue;
-              float2 sum = make_float2(0.0f, 0.0f);
-              for (int s = 0; s < splits; ++s) {
-                const float2 p = __ldcg(reinterpret_cast<const float2*>(ws + ((size_t)s * M + r) * ldw + col));
-                sum.x += p.x; sum.y += p.y;
+              for (int u = 0; u < FIX_U; ++u) {
+                const int e = e0 + u * CONSUMER_THREADS, r = block_m + e / pairs, col = block_n + 2 * (e % pairs);
+#pragma unroll
+                for (int s = 0; s < FIX_S; ++s)
+                  if (e < total && s0 + s < splits)
+                    p[u][s] = __ldcg(reinterpret_cast<const float2*>(ws + ((size_t)(s0 + s) * M + r) * ldw + col));
               }
-              const __half lo = __float2half_rn(fuse_one(sum.x, bias, alpha, col, N));
+#pragma unroll
+              for (int u = 0; u < FIX_U; ++u)
+#pragma unroll
+                for (int s = 0; s < FIX_S; ++s)
+                  if (e0 + u * CONSUMER_THREADS < total && s0 + s < splits) { sum[u].x += p[u][s].x; sum[u].y += p[u][s].y; }
+            }
+#pragma unroll
+            for (int u = 0; u < FIX_U; ++u) {
+              const int e = e0 + u * CONSUMER_THREADS;
+              if (e >= total) continue;
+              const int r = block_m + e / pairs, col = block_n + 2 * (e % pairs);
+              const __half lo = __float2half_rn(fuse_one(sum[u].x, bias, alpha, col, N));
               __half* dst = C + (size_t)r * N + col;
               if (col + 1 < N) {
-                const __half hi = __float2half_rn(fuse_one(sum.y, bias, alpha, col + 1, N));
+                const __half hi = __float2half_rn(fuse_one(sum[u].y, bias, alpha, col + 1, N));
                 if ((reinterpret_cast<size_t>(dst) & 3) == 0) *reinterpret_cast<__half2*>(dst) = __halves2half2(lo, hi);
                 else { dst[0] = lo; dst[1] = hi; }
               } else {
