@@ -49,8 +49,8 @@
 #ifndef SPLIT_FIXUP
 #define SPLIT_FIXUP 1   // PARTIAL: 1 the unit that completes a tile sums its partials, 0 the reduce kernel
 #endif
-#define FIX_U 4         // SPLIT_FIXUP: column pairs per thread at once
-#define FIX_S 4         // ... and splits of each loaded together
+#define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
+#define FIX_S 8         // ... and splits of each loaded together
 
 // ---- roles and register budgets (setmaxnreg, BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
 // BM 64: 40 x 128 + 232 x 128 = 34,816) --------------------------------------------------------
@@ -832,16 +832,16 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         // in split order from zero as the reduce kernel does (bitwise the same C, repeatable
         // whichever unit finishes last), applies the epilogue and stores C; the others go on to
         // their next unit. No second kernel, no wait: nobody waits for a partial not yet written.
-        __threadfence();                                   // this thread's partials, visible GPU-wide
-        named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);   // ... before the tile's count moves
+        // Every thread's partials are written before the barrier; the count's release (one
+        // thread, after it) makes them visible GPU-wide with it, as CUTLASS's semaphore does.
+        named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
         bool last = false;
         if (threadIdx.x == 128) {
           unsigned* count = flags + unit / splits;
           last = count_arrival(count) == static_cast<unsigned>(splits - 1);
           if (last) *count = 0;                            // as the launch found it, for the next one
         }
-        if (bar_any<BAR_CONSUMERS, CONSUMER_THREADS>(last)) {
-          __threadfence();
+        if (bar_any<BAR_CONSUMERS, CONSUMER_THREADS>(last)) {  // (thread 128 acquired for all)
           // The tile's elements in pairs of columns, spread over every consumer thread (in a
           // decode shape only a few rows are real: the accumulator layout would leave most threads
           // idle), FIX_U pairs per thread at once, each pair's partials loaded FIX_S splits at a
