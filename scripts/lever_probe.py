@@ -66,6 +66,11 @@ v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096
                 and without EPI_DEFER
 v5 with narrow tiles ("bn"): BN = 112 and 32 (and 64, 128, 256) as fixed choices on the shapes
 where the rule's tile leaves SMs idle, beside the shipped rule and cuBLAS
+v5 with a split of K ("split"): v5 (shipped, the reduce kernel) against v5-fixup (SPLIT_FIXUP=1:
+  the unit that completes a tile sums its partials) at the shapes the rule splits; fixed splits
+  v5-s1 .. v5-s8 (AUTO=0, 64 x 128) at decode shapes
+The bench's flush against a clean one ("clean"): cuBLAS and v5 after the 256 MiB fill (dirty L2)
+  and after a read of the same buffer (CleanFlusher: a clean L2), at decode, prefill, 1000^3, 4096^3
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
@@ -309,14 +314,14 @@ if "bn" in only:
 
 if "split" in only:
     # A split of K summed in the main kernel by the unit that completes each tile (SPLIT_FIXUP=1,
-    # shipped) against the reduce kernel (SPLIT_FIXUP=0), at the shapes the rule splits; and, on
-    # decode shapes the rule does not split, fixed splits with the in-kernel sum (AUTO=0).
-    fixed = {"v5-reduce": V5.variant(SPLIT_FIXUP=0)}
+    # a knob) against the reduce kernel (SPLIT_FIXUP=0, shipped), at the shapes the rule splits;
+    # and, on decode shapes, fixed splits (AUTO=0) with the reduce kernel beside the rule's choice.
+    fixed = {"v5-fixup": V5.variant(SPLIT_FIXUP=1)}
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192),
                   (1, 4096, 14336), (33, 3000, 4104), (1, 1000, 1000)]:
-        measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-reduce", "cublas"})
-    for shape in [(1, 14336, 4096), (16, 14336, 4096), (64, 14336, 4096), (16, 4096, 14336)]:
-        forced = {f"v5-s{sp}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=sp) for sp in (2, 3, 4)}
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-fixup", "cublas"})
+    for shape in [(16, 4096, 14336), (1, 4096, 14336), (16, 14336, 4096)]:
+        forced = {f"v5-s{sp}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=sp) for sp in (1, 2, 4, 8)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **forced}, {"v5", "cublas", *forced})
 
 if "clean" in only:

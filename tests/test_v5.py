@@ -240,7 +240,8 @@ def test_the_split_shapes_are_split():
 
 @pytest.mark.hopper
 def test_the_in_kernel_split_sum_launches_one_kernel(runnable):
-    """SPLIT_FIXUP=1: the main kernel alone (with a per-tile counter); 0: the reduce kernel after it."""
+    """SPLIT_FIXUP=1 (a knob): the main kernel alone, with a per-tile counter; 0 (shipped): the
+    reduce kernel after it."""
     runnable("v5_fused_epilogue")
     cp = gpu.cupy()
 
@@ -266,8 +267,9 @@ def test_the_in_kernel_split_sum_is_the_reduce_kernels_bit_for_bit(runnable):
     kernel): the same sum in the same order, so the same bits, whichever unit finishes last; both
     judged against float64, 5 repeats with fresh inputs (the per-tile counters must be back at zero
     after every call, or the next call's sums would be wrong)."""
-    st = runnable("v5_fused_epilogue")
-    old = st.variant(SPLIT_FIXUP=0)
+    old = runnable("v5_fused_epilogue")  # shipped: the reduce kernel
+    assert old.defines["SPLIT_FIXUP"] == 0
+    st = old.variant(SPLIT_FIXUP=1)
     cp = gpu.cupy()
     for m, n, k in SPLIT_SHAPES:
         for alpha, bias_dtype, act in ((1.0, None, None), (0.5, cp.float16, "gelu"), (-1.5, cp.float32, "silu")):

@@ -3,7 +3,10 @@
 GPU: CUDA events around the launch alone; before each timed launch a buffer several times the L2
 size is overwritten, so every repeat reads A and B from HBM as a real GEMM in a model would. The
 flush is queued ahead of the start event and takes longer than the host needs to enqueue the
-launch, so the events bracket the kernel alone.
+launch, so the events bracket the kernel alone. The overwrite (as triton's `do_bench` flushes)
+leaves the L2 full of dirty lines that the timed kernel writes back as it evicts them: a
+memory-bound shape pays for it (16 x 14336 x 4096: cuBLAS 39.7 us against 32.4 after a flush that
+reads instead, scripts/lever_probe.py --only clean; v5 README, "Open questions").
 
 Host: wall-clock time of back-to-back calls (the call path's overhead, `host_per_call`).
 """

@@ -16,7 +16,8 @@
 //             k-blocks of every tile among `splits` units (split-K, PARTIAL=1) that write fp32
 //             partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
-//             applies the epilogue. Without a split, v4's stream-K last wave (STREAMK=1, built
+//             applies the epilogue (SPLIT_FIXUP=1, a knob: the unit that completes a tile sums
+//             them itself, in the same order; measured slower). Without a split, v4's stream-K last wave (STREAMK=1, built
 //             per call only where it splits), with its own per-stream workspace (sk_ws, flags);
 //             where the units fill less than one wave the host may launch one block per SM
 //             instead (SK_FILL), and then every unit is shared out by stream-K. v4's deferred
@@ -47,8 +48,8 @@
 #define PARTIAL 0       // 1: split K, write fp32 partial tiles (summed by SPLIT_FIXUP's choice)
 #endif
 #ifndef SPLIT_FIXUP
-#define SPLIT_FIXUP 1   // PARTIAL: 1 the unit that completes a tile sums its partials, 0 the reduce kernel
-#endif
+#define SPLIT_FIXUP 0   // PARTIAL: 0 the reduce kernel sums the partials (shipped), 1 the unit that
+#endif                  // completes a tile does (a knob: measured slower, README "Split K")
 #define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
 #define FIX_S 8         // ... and splits of each loaded together
 
