@@ -105,7 +105,20 @@ case ${1:-} in
     run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --publish
     run bench-fused 80 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run wave-probe 60 python3 scripts/lever_probe.py --only bn --rounds 4 --small-shapes 1536x2048x16384,1300x2048x1000,1200x2500x4104 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave"; exit 2 ;;
+  ring)        # decode ring buffers with only the A rows that exist (A_ROWS, issue 13): both suite
+               # orders, every epilogue on the odd and decode shapes, the sanitizers on decode
+               # shapes, then (GPU idle) the ring probe and the published shapes bench
+    DEC="--shape 1x7x13 --shape 3x1000x4104 --shape 16x14336x4096 --shape 17x4097x1 --shape 32x1000x4104 --shape 31x4097x72 --shape 1x4096x4096 --shape 9x300x1000"
+    run suite-file 330 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 330 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-decode 300 python3 -m stages verify v5_fused_epilogue $DEC --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x7x13 --shape 17x4097x136 --shape 32x1000x200 --shape 16x2048x1000 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x7x13 --shape 17x4097x136 --shape 16x2048x1000 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 3x1000x200 --shape 32x4097x136 &
+    wait
+    run ring-probe 120 python3 scripts/lever_probe.py --only ring --rounds 4 --out "$LOGS"
+    run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

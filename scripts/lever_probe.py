@@ -69,6 +69,8 @@ where the rule's tile leaves SMs idle, beside the shipped rule and cuBLAS
 v5 with a split of K ("split"): v5 (shipped, the reduce kernel) against v5-fixup (SPLIT_FIXUP=1:
   the unit that completes a tile sums its partials) at the shapes the rule splits; fixed splits
   v5-s1 .. v5-s8 (AUTO=0, 64 x 128) at decode shapes
+Decode ring depth ("ring"): v5 (A_ROWS 16 or 32 for M <= 32: 11 or 10 buffers) against v5-ring8
+  (the same tile and split with 64 rows of A per buffer, 8 buffers), fill and clean flush
 The bench's flush against a clean one ("clean"): cuBLAS and v5 after the 256 MiB fill (dirty L2)
   and after a read of the same buffer (CleanFlusher: a clean L2), at decode, prefill, 1000^3, 4096^3
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
@@ -323,6 +325,21 @@ if "split" in only:
     for shape in [(16, 4096, 14336), (1, 4096, 14336), (16, 14336, 4096)]:
         forced = {f"v5-s{sp}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=sp) for sp in (1, 2, 4, 8)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **forced}, {"v5", "cublas", *forced})
+
+if "ring" in only:
+    # Decode with only the A rows that exist in each ring buffer (kernel.cu A_ROWS = 16 or 32 for
+    # M <= 32: 11 or 10 buffers) against the same tile, split and call with 64 rows of A per
+    # buffer (8 buffers: AUTO=0 with the rule's split), after the bench's fill and after a clean flush.
+    import stages.v5_fused_epilogue as v5mod
+    clean = CleanFlusher(dev.l2_bytes)
+    for shape in [(16, 14336, 4096), (1, 14336, 4096), (32, 14336, 4096), (1, 4096, 4096), (16, 4096, 14336),
+                  (8, 2048, 8192), (64, 14336, 4096)]:
+        splits = v5mod.shape_config(*shape, V5.defines, dev.sm_count)[3]
+        entries = {"cublas": CUBLAS, "v5": V5,
+                   "v5-ring8": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=splits)}
+        measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, fill flush")
+        if shape[1] == 14336 and shape[0] <= 16:
+            measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, clean flush", flusher=clean)
 
 if "clean" in only:
     # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel

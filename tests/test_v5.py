@@ -39,9 +39,11 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((1024, 1024, 1024), (128, 64, 8, 1)),     # 16 whole k-blocks
     ((1000, 1000, 1024), (128, 64, 8, 1)),
     ((1024, 1024, 1000), (128, 128, 6, 1)),    # 16 k-blocks, the last partial
-    ((16, 14336, 4096), (64, 128, 8, 1)),
-    ((1, 4096, 4096), (64, 128, 8, 8)),
-    ((1, 7, 13), (64, 128, 8, 1)),
+    ((16, 14336, 4096), (64, 128, 11, 1)),   # 16 rows of A per buffer: 11 buffers
+    ((1, 4096, 4096), (64, 128, 11, 8)),
+    ((1, 7, 13), (64, 128, 11, 1)),
+    ((32, 14336, 4096), (64, 128, 10, 1)),   # 32 rows of A: 10 buffers
+    ((64, 14336, 4096), (64, 128, 8, 1)),
 ])
 def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
     assert v5.shape_config(*shape, V5.defines, SMS) == expect
@@ -52,12 +54,14 @@ def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
 @pytest.mark.parametrize("k", [1, 13, 64, 65, 1000, 4104, 16384])
 def test_every_choice_builds_and_leaves_no_split_empty(m, n, k):
     bm, bn, stages_, splits = v5.shape_config(m, n, k, V5.defines, SMS)
-    assert v5.TILES[(bm, bn)] == stages_
+    a_rows = v5.a_rows_for(m, bm, V5.defines)
+    assert stages_ == (v5.DECODE_RING[a_rows] if a_rows < bm else v5.TILES[(bm, bn)])
+    assert a_rows >= min(m, bm), "every row of A that exists has its place in the ring buffer"
     nkt = cdiv(k, 64)
     kps = cdiv(nkt, splits)
     assert 1 <= splits <= nkt and (splits - 1) * kps < nkt, "every split has at least one k-block"
     # what kernel.cu's gemm_smem_bytes adds up to for the largest epilogue of this tile
-    smem = stages_ * (bm + bn) * 64 * 2 + (bm // 64) * 64 * 128 * 2 + bn * 4 + 1024 + 16 * stages_
+    smem = stages_ * (a_rows + bn) * 64 * 2 + (bm // 64) * 64 * 128 * 2 + bn * 4 + 1024 + 16 * stages_
     assert smem <= SMEM_MAX
 
 
@@ -68,20 +72,26 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
         for extra in ({"TMA_STORE": int(bn % 64 == 0), "BIAS": 2},):
             compiled = V5.compile("sm_90a", {"BM": bm, "BN": bn, "STAGES": depth, **extra})
             assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn, extra)
+    for a_rows, depth in v5.DECODE_RING.items():
+        compiled = V5.compile("sm_90a", {"BM": 64, "BN": 128, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": 1, "BIAS": 2})
+        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, a_rows
 
 
 def _every_build():
-    """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), each
+    """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all) and the
+    decode tile with 16 and 32 rows of A per buffer (DECODE_RING), each
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
     partials, which store directly); per call (defines_for) with and without the stream-K fixup
     (not with split K) and, on the TMA path of 128 x 256 tiles, with and without EPI_DEFER."""
-    for (bm, bn), depth in v5.TILES.items():
+    tiles = [(bm, bn, depth, bm) for (bm, bn), depth in v5.TILES.items()]
+    tiles += [(64, 128, depth, a_rows) for a_rows, depth in v5.DECODE_RING.items()]
+    for bm, bn, depth, a_rows in tiles:
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
                 for tma_store, partial in ((1, 0), (0, 0), (0, 1)) if bn % 64 == 0 else ((0, 0), (0, 1)):
                     for streamk in ((0,) if partial else (0, 1)):
                         for defer in ((0, 1) if tma_store and (bm, bn) == (128, 256) else (0,)):
-                            yield {"BM": bm, "BN": bn, "STAGES": depth, "ACT": act, "BIAS": bias,
+                            yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "ACT": act, "BIAS": bias,
                                    "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": streamk,
                                    "EPI_DEFER": defer}
 
@@ -94,7 +104,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (360 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (460 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 

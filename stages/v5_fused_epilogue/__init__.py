@@ -23,6 +23,16 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 128): 6, (128, 112): 6, (128, 64): 8,
          (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 32): 16}
+# Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
+# A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
+DECODE_RING = {16: 11, 32: 10}
+
+
+def a_rows_for(m: int, bm: int, c: dict) -> int:
+    """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile and M <= 32, else BM."""
+    if not c["AUTO"] or bm != 64 or m > 32:
+        return bm
+    return 16 if m <= 16 else 32
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -82,7 +92,7 @@ def _auto(m: int, n: int, k: int, sms: int) -> tuple[int, int, int, int]:
         if 2 * tiles < sms:
             splits = max(1, min(MAX_SPLITS, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
-        return 64, 128, TILES[(64, 128)], splits
+        return 64, 128, DECODE_RING.get(16 if m <= 16 else 32 if m <= 32 else 64, TILES[(64, 128)]), splits
 
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         bn = 256
@@ -144,7 +154,8 @@ def defines_for(call: Call) -> dict:
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
     # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
-    return {"BM": bm, "BN": bn, "STAGES": stages, "ACT": ACT_CODE[epi.activation],
+    return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(call.m, bm, call.cfg),
+            "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
@@ -266,7 +277,7 @@ def plan(call: Call, kernels) -> list:
     fixup = splits > 1 and call.cfg["SPLIT_FIXUP"]
     if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
-    args = (tma.tensor_map(a, bm, 64), tma.tensor_map(b, bn, 64),
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn, 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)

@@ -63,7 +63,19 @@
 #error "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)"
 #endif
 
-#define A_BYTES (BM * BK * 2)                 // one A tile in shared memory
+// A_ROWS < BM (decode: BM 64, M <= A_ROWS = 16 or 32, chosen per call): a ring buffer holds only
+// the A rows that exist, and B starts right after them. The wgmma still reads 64 rows of A from
+// the buffer's start; rows A_ROWS .. 63 are then the first rows of the same buffer's B tile,
+// written by the same TMA transaction before the same full barrier: their products land in
+// accumulator rows >= M, which no store path writes. Each buffer is 6 or 4 KiB smaller, so the
+// ring holds 11 or 10 buffers where it held 8 (the weight is the stream that matters here).
+#ifndef A_ROWS
+#define A_ROWS BM
+#endif
+#if A_ROWS != BM && (BM != 64 || A_ROWS % 8 != 0 || A_ROWS > 64 || BN < 64 - A_ROWS)
+#error "A_ROWS < BM needs BM == 64, A_ROWS a multiple of 8 and BN >= 64 - A_ROWS (the rows read past A are B's)"
+#endif
+#define A_BYTES (A_ROWS * BK * 2)             // one A tile in shared memory
 #define B_BYTES (BN * BK * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define B_SLICE_ROWS (BN / CLUSTER_M)         // rows of B one CTA loads (and multicasts)
