@@ -341,6 +341,29 @@ if "ring" in only:
         if shape[1] == 14336 and shape[0] <= 16:
             measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, clean flush", flusher=clean)
 
+if "explore" in only:
+    # Configurations the rule does not pick, at the shapes where v5 is furthest behind cuBLAS:
+    # fewer splits of K in decode (MAX_SPLITS), a split of K for M > 64 (AUTO=0), 64-row tiles
+    # for M > 64, each beside the rule's choice (reduce kernel for every split).
+    def fixed(bm, bn, sp=1, **kw):
+        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=sp, **kw)
+    import stages.v5_fused_epilogue as v5mod
+    plans = {
+        (1, 4096, 4096): {f"v5-max{s_}": V5.variant(MAX_SPLITS=s_) for s_ in (2, 4, 6)},
+        (16, 4096, 14336): {f"v5-max{s_}": V5.variant(MAX_SPLITS=s_) for s_ in (2, 4, 6)},
+        (1, 8192, 8192): {f"v5-max{s_}": V5.variant(MAX_SPLITS=s_) for s_ in (2, 3)},
+        (128, 4096, 4096): {"128x64-s2": fixed(128, 64, 2), "128x128-s2": fixed(128, 128, 2),
+                            "128x128-s4": fixed(128, 128, 4), "64x128": fixed(64, 128), "64x128-s2": fixed(64, 128, 2),
+                            "128x64-nofill": fixed(128, 64, SK_FILL=0)},
+        (256, 2048, 8192): {"128x64-s2": fixed(128, 64, 2), "128x128-s4": fixed(128, 128, 4),
+                            "64x128": fixed(64, 128), "64x128-s2": fixed(64, 128, 2)},
+        (1000, 1000, 1000): {"64x128": fixed(64, 128), "64x256": fixed(64, 256), "128x128-s2": fixed(128, 128, 2)},
+        (1536, 2048, 4096): {"128x128": fixed(128, 128), "64x256": fixed(64, 256), "64x128": fixed(64, 128)},
+        (1000, 1000, 4096): {"64x128": fixed(64, 128), "128x128-s2": fixed(128, 128, 2), "128x128": fixed(128, 128)},
+    }
+    for shape, entries in plans.items():
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
+
 if "clean" in only:
     # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel
     # writes back while it streams its weights; the same shapes after a flush that leaves it clean.

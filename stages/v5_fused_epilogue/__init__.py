@@ -16,7 +16,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "SPLIT_FIXUP": 0}
+          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -84,13 +84,13 @@ MIN_K_TILES_PER_SPLIT = 4
 
 
 @functools.lru_cache(maxsize=4096)
-def _auto(m: int, n: int, k: int, sms: int) -> tuple[int, int, int, int]:
+def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int]:
     nkt = cdiv(k, 64)
     if m <= 64:
         tiles = cdiv(n, 128)
         splits = 1
         if 2 * tiles < sms:
-            splits = max(1, min(MAX_SPLITS, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
+            splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, DECODE_RING.get(16 if m <= 16 else 32 if m <= 32 else 64, TILES[(64, 128)]), splits
 
@@ -106,7 +106,7 @@ def _auto(m: int, n: int, k: int, sms: int) -> tuple[int, int, int, int]:
 def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:
     """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
     if c["AUTO"]:
-        return _auto(m, n, k, sms)
+        return _auto(m, n, k, sms, c["MAX_SPLITS"])
     nkt = cdiv(k, 64)
     splits = cdiv(nkt, cdiv(nkt, min(c["SPLIT_K"], nkt)))  # no empty split
     return c["BM"], c["BN"], c["STAGES"], splits
@@ -129,6 +129,7 @@ def check_config(c: dict) -> None:
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
         (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
+        (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
