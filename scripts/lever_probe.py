@@ -89,6 +89,7 @@ import numpy as np
 
 import stages
 from stages.core import contract, gpu
+from stages.core.stage import cdiv
 from stages.tools import records, verify
 from stages.tools.timing import L2Flusher, time_gpu, tflops
 
@@ -362,6 +363,25 @@ if "explore" in only:
         (1000, 1000, 4096): {"64x128": fixed(64, 128), "128x128-s2": fixed(128, 128, 2), "128x128": fixed(128, 128)},
     }
     for shape, entries in plans.items():
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
+
+if "smallgrid" in only:
+    # M > 64 with fewer tiles than SMs: the rule's choice against a 64 x 128 tile (one consumer
+    # warpgroup) with and without a split of K, and 128 x 128 tiles split to fill one wave.
+    import stages.v5_fused_epilogue as v5mod
+
+    def one_wave(m, n, k, bm, bn):
+        tiles = cdiv(m, bm) * cdiv(n, bn)
+        nkt = cdiv(k, 64)
+        return max(1, min(8, dev.sm_count // tiles, nkt // 4))
+    for shape in [(128, 4096, 4096), (128, 4096, 8192), (128, 2048, 8192), (256, 2048, 4096), (256, 2048, 8192),
+                  (256, 4096, 8192), (256, 1024, 16384), (512, 2048, 8192), (512, 1024, 4096), (1000, 1000, 4096),
+                  (1024, 1024, 1024), (1024, 1024, 4096), (1000, 1000, 1000), (130, 5000, 5000), (384, 3000, 6000)]:
+        m, n, k = shape
+        s128, s64 = one_wave(m, n, k, 128, 128), one_wave(m, n, k, 64, 128)
+        entries = {"64x128": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=1),
+                   f"64x128-s{s64}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=s64),
+                   f"128x128-s{s128}": V5.variant(AUTO=0, BM=128, BN=128, STAGES=6, SPLIT_K=s128)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
 
 if "clean" in only:
