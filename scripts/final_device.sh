@@ -118,7 +118,21 @@ case ${1:-} in
     wait
     run ring-probe 120 python3 scripts/lever_probe.py --only ring --rounds 4 --out "$LOGS"
     run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring"; exit 2 ;;
+  rule64)      # 64 x 128 tiles and one-wave splits of K for M > 64 (issue 13): both suite orders,
+               # the stress run (published), every epilogue on the shapes whose tile or split
+               # changed, memcheck and racecheck on M > 64 splits, then (GPU idle) the smallgrid
+               # probe and the published shapes bench
+    R64="--shape 128x2048x8192 --shape 256x2048x8192 --shape 130x5000x5000 --shape 1000x1000x4096 --shape 1024x1024x1024 --shape 256x4096x4096 --shape 129x7x4104 --shape 200x2001x4103 --shape 300x3001x8200 --shape 150x1001x8192 --shape 128x4096x4096 --shape 384x3000x6000"
+    run suite-file 330 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 330 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 250 python3 -m stages stress --publish --budget 230 &
+    run v5-verify-rule 300 python3 -m stages verify v5_fused_epilogue $R64 --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 150x1001x2048 --shape 129x7x4104 --shape 200x2001x256 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 150x1001x2048 --shape 200x2001x256 &
+    wait
+    run smallgrid-probe 90 python3 scripts/lever_probe.py --only smallgrid --rounds 3 --out "$LOGS"
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -272,10 +272,13 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     assert not v5.streamk_pays(1, 4096, 4096, cfg, sms)         # a split of K has its own reduction
     # Under one wave (SK_FILL): every SM launched and every unit shared out, or the grid stays
     # min(units, SMs) where too little would be gained.
-    for shape in [(128, 4096, 4096), (256, 2048, 8192), (128, 12288, 8192)]:  # >= 32 idle k-blocks per SM
+    for shape in [(384, 3000, 6000), (320, 3500, 12288)]:  # 128 x 128 tiles, >= 32 idle k-blocks per SM
         assert v5._workers(*shape, cfg, sms)[1] == sms and v5.streamk_pays(*shape, cfg, sms), shape
-    # 8-10 idle k-blocks, and 64-row tiles (measured losses); 256 x 4096 x 4096: 128 tiles of 128 x 64
-    for shape in [(128, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000), (40, 8448, 4096), (256, 4096, 4096)]:
+    # 8-10 idle k-blocks, and 64-row tiles (measured losses; the rule's 64 x 128 tiles for M > 64
+    # included: 128 x 4096 x 4096 and 256 x 4096 x 4096, 64 and 128 of them)
+    for shape in [(128, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000), (40, 8448, 4096), (256, 4096, 4096),
+                  (128, 4096, 4096)]:
         assert v5._workers(*shape, cfg, sms)[1] < sms and not v5.streamk_pays(*shape, cfg, sms), shape
-    assert v5._workers(129, 7, 4104, {**cfg, "SK_FILL": 1}, sms) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
-    assert v5._workers(128, 4096, 4096, {**cfg, "SK_FILL": 0}, sms) == (64, 64)  # 128 x 64 tiles, no fill
+    fixed = {**cfg, "AUTO": 0, "BM": 128, "BN": 128, "STAGES": 6}
+    assert v5._workers(129, 7, 4104, {**fixed, "SK_FILL": 1}, sms) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
+    assert v5._workers(384, 3000, 6000, {**cfg, "SK_FILL": 0}, sms) == (72, 72)  # 128 x 128 tiles, no fill

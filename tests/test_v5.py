@@ -33,11 +33,15 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((2048, 2048, 4096), (128, 256, 4, 1)),    # one wave of 128 x 256, 97% full
     ((1536, 2048, 4096), (128, 256, 4, 1)),    # 73% full
     ((1536, 1536, 4096), (128, 128, 6, 1)),    # 55% full: 128 x 128 and stream-K
-    ((128, 4096, 4096), (128, 64, 8, 1)),
-    ((256, 4096, 4096), (128, 64, 8, 1)),
-    ((1000, 1000, 4096), (128, 64, 8, 1)),
-    ((1024, 1024, 1024), (128, 64, 8, 1)),     # 16 whole k-blocks
-    ((1000, 1000, 1024), (128, 64, 8, 1)),
+    ((128, 4096, 4096), (64, 128, 8, 1)),     # 64 tiles in one wave, K too short to split
+    ((256, 4096, 4096), (64, 128, 8, 1)),
+    ((1000, 1000, 4096), (64, 128, 8, 1)),
+    ((128, 2048, 8192), (64, 128, 8, 4)),     # 32 tiles: split, 32 k-blocks each
+    ((256, 2048, 8192), (64, 128, 8, 2)),     # 64 tiles: split, 64 k-blocks each
+    ((130, 5000, 5000), (64, 128, 8, 1)),
+    ((384, 3000, 6000), (128, 128, 6, 1)),    # 144 tiles of 64 x 128: two waves
+    ((1024, 1024, 1024), (64, 128, 8, 1)),     # 16 whole k-blocks
+    ((1000, 1000, 1024), (64, 128, 8, 1)),
     ((1024, 1024, 1000), (128, 128, 6, 1)),    # 16 k-blocks, the last partial
     ((16, 14336, 4096), (64, 128, 11, 1)),   # 16 rows of A per buffer: 11 buffers
     ((1, 4096, 4096), (64, 128, 11, 8)),
@@ -300,12 +304,13 @@ def test_the_in_kernel_split_sum_is_the_reduce_kernels_bit_for_bit(runnable):
 
 # Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
 # (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch;
-# then waves under one that every SM shares (sk_fills): 128 x 64 tiles with a TMA store and with
-# a direct store (odd N, K % 8 != 0), and a long K (128 k-blocks over 64 units); and 128 x 128
-# tiles, where 128 x 64 tiles would not fit one wave.
+# then waves under one that every SM shares (sk_fills: 128 x 128 tiles, where 64 x 128 ones would
+# need a second wave): with a TMA store, with a direct store (odd N, K % 8 != 0), and a long K
+# (192 k-blocks over 84 units). (Until the rule took 64 x 128 tiles, 128 x 64 ones filled waves at
+# 128 x 4096 x 4096, 200 x 2001 x 4103, 256 x 2048 x 8192 and 128 x 12288 x 8192.)
 STREAMK_SHAPES = [(4095, 4097, 4104), (1537, 3071, 4104), (2048, 4352, 4100), (1280, 5120, 8192),
                   (1281, 5119, 8190),
-                  (128, 4096, 4096), (200, 2001, 4103), (256, 2048, 8192), (128, 12288, 8192)]
+                  (384, 3000, 6000), (384, 3001, 6003), (320, 3500, 12288), (129, 9000, 4096)]
 
 
 def test_the_stream_k_shapes_are_split():

@@ -50,8 +50,8 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    1 x 4096 x 4096: 32 tiles), K is split so that about 2 x SMs units stream it (at most 8
 #    splits, at least 4 k-blocks each); the split costs a reduction kernel (~4 us), so it only
 #    pays where most SMs would otherwise idle (at 16 x 14336 x 4096 every split lost).
-#  * M > 64: BM = 128; BN = 256 unless its tiles would fill less than two thirds of one wave
-#    (128 x 14336 x 4096 has 56 for 132 SMs, 1000^3 32), then 128 (twice the tiles; a 128 x 128
+#  * M > 64: 128 x 256 unless its tiles would fill less than two thirds of one wave
+#    (128 x 14336 x 4096 has 56 for 132 SMs, 1000^3 32), then 128 x 128 (twice the tiles; a 128 x 128
 #    tile does 0.92-0.94 of a 128 x 256 tile's work per second at the large shapes, so where 256
 #    fills the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles measured 16% slower
 #    although they fill 8 waves exactly against 256's 4.1). One wave 73-97% full of 128 x 256
@@ -59,19 +59,30 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    2048 x 4096, 45.2 against 50.9 us; 104, 1664 x 2048 x 2048, 27.1 against 33.2; 112, 1792 x
 #    2048 x 4096, 46.9 against 57.5; 128, 2048^2 x 4096, 49.0 against 51.2); 55% full lost (72
 #    tiles, 1536^2 x 4096: 44.6 against 39.0, where stream-K shares the 144 small tiles out):
-#    the threshold, 2/3, lies between the two, not measured closer. No split: at M = 128 every
-#    split lost.
-#    Narrower still, 128 x 64, where its tiles fit one wave and K is long (at least N64_MIN_K_TILES
-#    k-blocks) or whole k-blocks (K % 64 == 0): twice the tiles for the same wave. Measured (results/probes/20261130T141213-
-#    nvidia-h200-lever-probe.json, v5 against v5-n64): 128 x 4096 x 4096 25.9 -> 22.8 us, 256 x
-#    4096 x 4096 27.6 -> 25.3, 1000 x 1000 x 4096 26.2 -> 23.5; at 16 k-blocks it won at 1024^3
-#    (12.8 -> 11.1) and lost at 1000^3 (13.5 -> 14.9); with M, N, K each 1000 or 1024 it lost exactly
-#    where K = 1000 (a partial last k-block), whatever M and N (results/probes/20261130T143406), so a
-#    short K keeps 128 x 128 unless it is whole k-blocks; where the 64-wide
-#    tiles would need a second wave it lost (128 x 14336 x 4096 42.6 -> 47.7, 2048 x 1024 x 1024
-#    13.5 -> 16.1). Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is
-#    line-aligned; L2 traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's
-#    11% (ncu, results/probes/20261130T163853 and T163911 profiles).
+#    the threshold, 2/3, lies between the two, not measured closer. No split of 128-row tiles:
+#    at M = 128 every split lost.
+#    Where 64 x 128 tiles fit one wave and K is long (at least N64_MIN_K_TILES k-blocks) or
+#    whole k-blocks (K % 64 == 0): 64 x 128, one consumer warpgroup per tile (four times the
+#    tiles of 128 x 256). Until commit 42d8fc2 the rule took 128 x 64 there (the same count of
+#    tiles, two warpgroups of m64n64: results/probes/20261130T141213, 128 x 4096 x 4096 25.9 ->
+#    22.8 us against 128 x 128); 64 x 128 then measured faster at every shape where the two have
+#    the same count and no split (results/probes/20261130T180739-nvidia-h200-lever-probe.json,
+#    interleaved: 256 x 4096 x 8192 37.5 -> 35.5 us, 512 x 2048 x 8192 34.9 -> 32.2, 1000 x 1000
+#    x 4096 22.1 -> 21.3, 1024^3 9.8 -> 9.0, 1024 x 1024 x 4096 20.3 -> 18.4) and than 128 x 64
+#    with stream-K sharing a half-empty wave (128 x 4096 x 4096 22.6 -> 21.7, 256 x 2048 x 4096
+#    20.8 -> 17.6, 512 x 1024 x 4096 20.8 -> 17.1, and 130 x 5000 x 5000, 128 x 128 before, 55.0
+#    -> 45.9). A short K keeps 128 x 128 unless it is whole k-blocks: with M, N, K each 1000 or
+#    1024 the narrow tiles lost exactly where K = 1000, a partial last k-block (results/probes/
+#    20261130T143406; 1000^3 with 64 x 128: 13.7 against 13.0 us). K is split to fill the wave
+#    where most SMs would idle and each split stays long: at least 32 k-blocks per split under a
+#    quarter wave of tiles, 64 under a half (T180739: 128 x 2048 x 8192, 32 tiles, 4 splits 30.0 ->
+#    22.3; 256 x 1024 x 16384 48.5 -> 30.6; 256 x 2048 x 8192, 64 tiles, 2 splits 30.4 -> 28.2;
+#    with 32 k-blocks per split and 64 tiles it lost: 128 x 4096 x 4096 21.7 -> 23.2, 256 x 2048 x
+#    4096 17.6 -> 19.6, 512 x 1024 x 4096 17.1 -> 18.6). Where the 64 x 128 tiles would need a
+#    second wave, 128 x 128 (384 x 3000 x 6000: 144 of them, 47.0 against 128 x 128's 41.2).
+#    Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is line-aligned; L2
+#    traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's 11% (ncu,
+#    results/probes/20261130T163853 and T163911 profiles).
 #  * Not picked: tiles that fill one wave exactly as cuBLAS's do (112 columns: 128 tiles at N =
 #    14336; 32 columns: 128 at 1 x 4096 x 4096). Each measured slower than the rule's tile
 #    (results/probes/20261130T163630: 128 x 14336 x 4096 43.2 against 42.5 us; 16 x 14336 x 4096
@@ -95,12 +106,18 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         return 64, 128, DECODE_RING.get(16 if m <= 16 else 32 if m <= 32 else 64, TILES[(64, 128)]), splits
 
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
-        bn = 256
-    elif cdiv(m, 128) * cdiv(n, 64) <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
-        bn = 64
-    else:
-        bn = 128
-    return 128, bn, TILES[(128, bn)], 1
+        return 128, 256, TILES[(128, 256)], 1
+    tiles = cdiv(m, 64) * cdiv(n, 128)
+    if tiles <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
+        # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
+        # splits stay long: at least 32 k-blocks each under a quarter wave, 64 under a half.
+        splits = 1
+        if 4 * tiles <= sms:
+            splits = max(1, min(max_splits, sms // tiles, nkt // 32))
+        elif 2 * tiles < sms:
+            splits = max(1, min(max_splits, sms // tiles, nkt // 64))
+        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits))  # (no empty split)
+    return 128, 128, TILES[(128, 128)], 1
 
 
 def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:

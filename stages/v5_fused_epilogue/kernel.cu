@@ -30,7 +30,8 @@
 // Launch:     1-D grid of min(units, SMs) blocks, or SMs where SK_FILL splits a wave under one
 //             (PERSISTENT=1; one per unit if 0), unit =
 //             (tile, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
-//             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (AUTO=0:
+//             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (at most
+//             MAX_SPLITS splits; AUTO=0:
 //             as given, the split from SPLIT_K); the kernel sees the split as `splits`. The reduce
 //             kernel: 256 threads, one output element per thread per step, grid-stride.
 // Layout:     A (M, K) and B (N, K) row-major, both K-major; C = A @ B^T (M, N) row-major;
