@@ -384,6 +384,24 @@ if "smallgrid" in only:
                    f"128x128-s{s128}": V5.variant(AUTO=0, BM=128, BN=128, STAGES=6, SPLIT_K=s128)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
 
+if "wide" in only:
+    # 128 x 192 tiles (wgmma N = 192, three 64-column store passes) where 128 x 256 tiles fill a
+    # wave badly, beside 256 and 128 as fixed choices and the rule; and 64 x 64 tiles (13 ring
+    # buffers) where 64 x 128 tiles fill half a wave.
+    import stages.v5_fused_epilogue as v5mod
+
+    def tile(bm, bn, stages_=None):
+        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=stages_ or v5mod.TILES[(bm, bn)], SPLIT_K=1)
+    for shape in [(1536, 2048, 4096), (1536, 1536, 4096), (2048, 1536, 4096), (1280, 2304, 4096),
+                  (1024, 2048, 4096), (3072, 3072, 4096), (1536, 2048, 1024), (1536, 2048, 16384),
+                  (4096, 4096, 4096)]:
+        entries = {"bn192": tile(128, 192), "bn256": tile(128, 256), "bn128": tile(128, 128)}
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
+    for shape in [(128, 4096, 4096), (512, 1024, 4096), (256, 2048, 4096), (1000, 1000, 4096), (130, 5000, 5000),
+                  (1024, 1024, 1024)]:
+        entries = {"64x64": tile(64, 64, 13), "64x128": tile(64, 128)}
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
+
 if "clean" in only:
     # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel
     # writes back while it streams its weights; the same shapes after a flush that leaves it clean.

@@ -21,7 +21,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
-TILES = {(128, 256): 4, (128, 128): 6, (128, 112): 6, (128, 64): 8,
+TILES = {(128, 256): 4, (128, 192): 5, (128, 128): 6, (128, 112): 6, (128, 64): 8,
          (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 32): 16}
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
@@ -133,7 +133,7 @@ def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
-        (c["BN"] in (32, 64, 112, 128, 256), "BN 32, 64, 112, 128 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (32, 64, 112, 128, 192, 256), "BN 32, 64, 112, 128, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
