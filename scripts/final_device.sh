@@ -132,7 +132,20 @@ case ${1:-} in
     wait
     run smallgrid-probe 90 python3 scripts/lever_probe.py --only smallgrid --rounds 3 --out "$LOGS"
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64"; exit 2 ;;
+  wide)        # 128 x 192 and 64 x 64 tiles in the rule (issue 13): both suite orders, every
+               # epilogue on the shapes that now take them (odd N and K included), racecheck and
+               # synccheck on both tiles, then (GPU idle) the wide probe and the published shapes bench
+    W="--shape 1536x2048x4096 --shape 1501x1999x1000 --shape 1500x2000x4104 --shape 1536x1536x4096 --shape 1300x2048x1000 --shape 128x4096x4096 --shape 200x2001x4103 --shape 512x1024x4096 --shape 256x2048x4096 --shape 130x2001x4099"
+    run suite-file 330 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 330 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-wide 300 python3 -m stages verify v5_fused_epilogue $W --epilogue all --repeat 2 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1501x1999x256 --shape 200x2001x256 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1501x1999x256 --shape 200x2001x256 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1501x1999x256 --shape 200x2001x256 &
+    wait
+    run wide-probe 80 python3 scripts/lever_probe.py --only wide --rounds 3 --out "$LOGS"
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

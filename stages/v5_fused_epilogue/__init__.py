@@ -22,7 +22,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 192): 5, (128, 128): 6, (128, 112): 6, (128, 64): 8,
-         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 32): 16}
+         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16}
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
 DECODE_RING = {16: 11, 32: 10}
@@ -105,6 +105,9 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, DECODE_RING.get(16 if m <= 16 else 32 if m <= 32 else 64, TILES[(64, 128)]), splits
 
+    # 128 x 192 where its tiles fill 70-100% of one wave and 128 x 128 tiles would need a second
+    if cdiv(m, 128) * cdiv(n, 128) > sms and 10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
+        return 128, 192, TILES[(128, 192)], 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         return 128, 256, TILES[(128, 256)], 1
     tiles = cdiv(m, 64) * cdiv(n, 128)
@@ -116,6 +119,8 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
             splits = max(1, min(max_splits, sms // tiles, nkt // 32))
         elif 2 * tiles < sms:
             splits = max(1, min(max_splits, sms // tiles, nkt // 64))
+        if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
+            return 64, 64, TILES[(64, 64)], 1
         return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits))  # (no empty split)
     return 128, 128, TILES[(128, 128)], 1
 
