@@ -83,6 +83,15 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is line-aligned; L2
 #    traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's 11% (ncu,
 #    results/probes/20261130T163853 and T163911 profiles).
+#  * 128 x 192 (before the 2/3 rule) where its tiles fill 70-100% of one wave and 128 x 128 ones
+#    would need a second: in one wave a tile's time grows with its area (results/probes/
+#    20261130T183536: 1536 x 2048 x 4096 45.7 -> 41.0 us, 2048 x 1536 x 4096 45.7 -> 40.8, 1280 x
+#    2304 x 4096 45.4 -> 40.1, 1536 x 1536 x 4096 39.0 -> 38.1; where 128 x 128 fits one wave it
+#    is faster, 1024 x 2048 x 4096 29.4 against 38.5; over several waves it lost, 4096^3 208.2
+#    against 183.2). 64 x 64 where the 64 x 128 tiles run unsplit in at most half a wave and
+#    64 x 64 ones fit one (128 x 4096 x 4096 21.4 -> 18.1, 512 x 1024 x 4096 17.0 -> 16.0, 256 x
+#    2048 x 4096 17.7 -> 16.2; with a second wave it lost by a quarter or more: 1024^3, 1000 x 1000
+#    x 4096, 130 x 5000 x 5000).
 #  * Not picked: tiles that fill one wave exactly as cuBLAS's do (112 columns: 128 tiles at N =
 #    14336; 32 columns: 128 at 1 x 4096 x 4096). Each measured slower than the rule's tile
 #    (results/probes/20261130T163630: 128 x 14336 x 4096 43.2 against 42.5 us; 16 x 14336 x 4096
