@@ -402,6 +402,20 @@ if "wide" in only:
         entries = {"64x64": tile(64, 64, 13), "64x128": tile(64, 128)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
 
+if "widecheck" in only:
+    # Shapes the rule routes to 128 x 192 or 64 x 64 that the wide section did not time (odd N and
+    # K, direct stores, a short K), beside the tile the rule of commit bddd219 took there.
+    import stages.v5_fused_epilogue as v5mod
+
+    def tile(bm, bn):
+        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=1)
+    for shape, before in [((1300, 2048, 1000), (128, 256)), ((1500, 2000, 4104), (128, 256)),
+                          ((1501, 1999, 1000), (128, 256)), ((1536, 1536, 1024), (128, 128)),
+                          ((200, 2001, 4103), (64, 128)), ((130, 2001, 4099), (64, 128)),
+                          ((384, 1024, 4096), (64, 128))]:
+        name = f"before-{before[0]}x{before[1]}"
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, name: tile(*before)}, {"cublas", "v5", name})
+
 if "clean" in only:
     # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel
     # writes back while it streams its weights; the same shapes after a flush that leaves it clean.
