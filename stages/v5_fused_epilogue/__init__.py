@@ -91,7 +91,10 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    against 183.2). 64 x 64 where the 64 x 128 tiles run unsplit in at most half a wave and
 #    64 x 64 ones fit one (128 x 4096 x 4096 21.4 -> 18.1, 512 x 1024 x 4096 17.0 -> 16.0, 256 x
 #    2048 x 4096 17.7 -> 16.2; with a second wave it lost by a quarter or more: 1024^3, 1000 x 1000
-#    x 4096, 130 x 5000 x 5000).
+#    x 4096, 130 x 5000 x 5000). 128 x 192 only with whole k-blocks: with K = 1000 or 4104 (rows
+#    not a multiple of 128 bytes) it lost to 128 x 256 (results/probes/20261130T185710: 1300 x 2048
+#    x 1000 19.7 against 18.8 us, 1500 x 2000 x 4104 66.0 against 64.0; 1501 x 1999 x 1000, stored
+#    directly, won 22.3 against 23.7), as the narrow tiles did at K = 1000.
 #  * Not picked: tiles that fill one wave exactly as cuBLAS's do (112 columns: 128 tiles at N =
 #    14336; 32 columns: 128 at 1 x 4096 x 4096). Each measured slower than the rule's tile
 #    (results/probes/20261130T163630: 128 x 14336 x 4096 43.2 against 42.5 us; 16 x 14336 x 4096
@@ -114,8 +117,10 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, DECODE_RING.get(16 if m <= 16 else 32 if m <= 32 else 64, TILES[(64, 128)]), splits
 
-    # 128 x 192 where its tiles fill 70-100% of one wave and 128 x 128 tiles would need a second
-    if cdiv(m, 128) * cdiv(n, 128) > sms and 10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
+    # 128 x 192 where its tiles fill 70-100% of one wave, 128 x 128 tiles would need a second, and
+    # K is whole k-blocks (rows a multiple of 128 bytes)
+    if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms and \
+            10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
         return 128, 192, TILES[(128, 192)], 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         return 128, 256, TILES[(128, 256)], 1
