@@ -88,6 +88,7 @@ from pathlib import Path
 import numpy as np
 
 import stages
+import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
 from stages.core.stage import cdiv
 from stages.tools import records, verify
@@ -107,6 +108,11 @@ args = p.parse_args()
 HERE = Path(__file__).resolve().parent
 V4 = stages.get("v4_swizzle_pipeline")
 V5 = stages.get("v5_fused_epilogue")
+
+
+def v5_tile(bm, bn, splits=1, stages_=None, **kw):
+    """v5 with a fixed tile (AUTO=0): the ring depth of v5's TILES unless given, `splits` splits of K."""
+    return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=stages_ or v5mod.TILES[(bm, bn)], SPLIT_K=splits, **kw)
 code4 = V4.code()
 LOOP = ("          for (int kk = 0; kk < BK / 16; ++kk)\n"
         "            wgmma_tile(acc_h, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), ((kt - kb) | kk) != 0);\n")
@@ -294,10 +300,6 @@ if "bn" in only:
     # cuBLAS runs 112 x 128 tiles at 128 x 14336 x 4096 (128 tiles for 132 SMs) and 72 x 128 at
     # 1000^3 (results/probes/20261130T140934 and T140911 profiles). Each BN as a fixed choice
     # (AUTO=0, the ring depth of TILES, no split) beside the shipped rule and cuBLAS.
-    import stages.v5_fused_epilogue as v5mod
-
-    def bn_variant(bm, bn):
-        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=1)
     plan_bn = {
         (128, 14336, 4096): [128, 112], (16, 14336, 4096): [128, 112], (64, 14336, 4096): [128, 112],
         (1, 4096, 4096): [32, 128], (1000, 1000, 1000): [128, 112, 64],
@@ -312,7 +314,7 @@ if "bn" in only:
     wanted = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or list(plan_bn)
     for shape in wanted:
         bm = 64 if shape[0] <= 64 else 128
-        entries = {f"v5-bn{bn}": bn_variant(bm, bn) for bn in plan_bn.get(shape, [256, 128, 112] if shape[0] > 64 else [128, 112, 32])}
+        entries = {f"v5-bn{bn}": v5_tile(bm, bn) for bn in plan_bn.get(shape, [256, 128, 112] if shape[0] > 64 else [128, 112, 32])}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, set(entries) | {"v5", "cublas"})
 
 if "split" in only:
@@ -324,20 +326,19 @@ if "split" in only:
                   (1, 4096, 14336), (33, 3000, 4104), (1, 1000, 1000)]:
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-fixup", "cublas"})
     for shape in [(16, 4096, 14336), (1, 4096, 14336), (16, 14336, 4096)]:
-        forced = {f"v5-s{sp}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=sp) for sp in (1, 2, 4, 8)}
+        forced = {f"v5-s{sp}": v5_tile(64, 128, sp) for sp in (1, 2, 4, 8)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **forced}, {"v5", "cublas", *forced})
 
 if "ring" in only:
     # Decode with only the A rows that exist in each ring buffer (kernel.cu A_ROWS = 16 or 32 for
     # M <= 32: 11 or 10 buffers) against the same tile, split and call with 64 rows of A per
     # buffer (8 buffers: AUTO=0 with the rule's split), after the bench's fill and after a clean flush.
-    import stages.v5_fused_epilogue as v5mod
     clean = CleanFlusher(dev.l2_bytes)
     for shape in [(16, 14336, 4096), (1, 14336, 4096), (32, 14336, 4096), (1, 4096, 4096), (16, 4096, 14336),
                   (8, 2048, 8192), (64, 14336, 4096)]:
         splits = v5mod.shape_config(*shape, V5.defines, dev.sm_count)[3]
         entries = {"cublas": CUBLAS, "v5": V5,
-                   "v5-ring8": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=splits)}
+                   "v5-ring8": v5_tile(64, 128, splits)}
         measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, fill flush")
         if shape[1] == 14336 and shape[0] <= 16:
             measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, clean flush", flusher=clean)
@@ -346,21 +347,18 @@ if "explore" in only:
     # Configurations the rule does not pick, at the shapes where v5 is furthest behind cuBLAS:
     # fewer splits of K in decode (MAX_SPLITS), a split of K for M > 64 (AUTO=0), 64-row tiles
     # for M > 64, each beside the rule's choice (reduce kernel for every split).
-    def fixed(bm, bn, sp=1, **kw):
-        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=sp, **kw)
-    import stages.v5_fused_epilogue as v5mod
     plans = {
         (1, 4096, 4096): {f"v5-max{s_}": V5.variant(MAX_SPLITS=s_) for s_ in (2, 4, 6)},
         (16, 4096, 14336): {f"v5-max{s_}": V5.variant(MAX_SPLITS=s_) for s_ in (2, 4, 6)},
         (1, 8192, 8192): {f"v5-max{s_}": V5.variant(MAX_SPLITS=s_) for s_ in (2, 3)},
-        (128, 4096, 4096): {"128x64-s2": fixed(128, 64, 2), "128x128-s2": fixed(128, 128, 2),
-                            "128x128-s4": fixed(128, 128, 4), "64x128": fixed(64, 128), "64x128-s2": fixed(64, 128, 2),
-                            "128x64-nofill": fixed(128, 64, SK_FILL=0)},
-        (256, 2048, 8192): {"128x64-s2": fixed(128, 64, 2), "128x128-s4": fixed(128, 128, 4),
-                            "64x128": fixed(64, 128), "64x128-s2": fixed(64, 128, 2)},
-        (1000, 1000, 1000): {"64x128": fixed(64, 128), "64x256": fixed(64, 256), "128x128-s2": fixed(128, 128, 2)},
-        (1536, 2048, 4096): {"128x128": fixed(128, 128), "64x256": fixed(64, 256), "64x128": fixed(64, 128)},
-        (1000, 1000, 4096): {"64x128": fixed(64, 128), "128x128-s2": fixed(128, 128, 2), "128x128": fixed(128, 128)},
+        (128, 4096, 4096): {"128x64-s2": v5_tile(128, 64, 2), "128x128-s2": v5_tile(128, 128, 2),
+                            "128x128-s4": v5_tile(128, 128, 4), "64x128": v5_tile(64, 128), "64x128-s2": v5_tile(64, 128, 2),
+                            "128x64-nofill": v5_tile(128, 64, SK_FILL=0)},
+        (256, 2048, 8192): {"128x64-s2": v5_tile(128, 64, 2), "128x128-s4": v5_tile(128, 128, 4),
+                            "64x128": v5_tile(64, 128), "64x128-s2": v5_tile(64, 128, 2)},
+        (1000, 1000, 1000): {"64x128": v5_tile(64, 128), "64x256": v5_tile(64, 256), "128x128-s2": v5_tile(128, 128, 2)},
+        (1536, 2048, 4096): {"128x128": v5_tile(128, 128), "64x256": v5_tile(64, 256), "64x128": v5_tile(64, 128)},
+        (1000, 1000, 4096): {"64x128": v5_tile(64, 128), "128x128-s2": v5_tile(128, 128, 2), "128x128": v5_tile(128, 128)},
     }
     for shape, entries in plans.items():
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
@@ -368,8 +366,6 @@ if "explore" in only:
 if "smallgrid" in only:
     # M > 64 with fewer tiles than SMs: the rule's choice against a 64 x 128 tile (one consumer
     # warpgroup) with and without a split of K, and 128 x 128 tiles split to fill one wave.
-    import stages.v5_fused_epilogue as v5mod
-
     def one_wave(m, n, k, bm, bn):
         tiles = cdiv(m, bm) * cdiv(n, bn)
         nkt = cdiv(k, 64)
@@ -379,42 +375,34 @@ if "smallgrid" in only:
                   (1024, 1024, 1024), (1024, 1024, 4096), (1000, 1000, 1000), (130, 5000, 5000), (384, 3000, 6000)]:
         m, n, k = shape
         s128, s64 = one_wave(m, n, k, 128, 128), one_wave(m, n, k, 64, 128)
-        entries = {"64x128": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=1),
-                   f"64x128-s{s64}": V5.variant(AUTO=0, BM=64, BN=128, STAGES=8, SPLIT_K=s64),
-                   f"128x128-s{s128}": V5.variant(AUTO=0, BM=128, BN=128, STAGES=6, SPLIT_K=s128)}
+        entries = {"64x128": v5_tile(64, 128),
+                   f"64x128-s{s64}": v5_tile(64, 128, s64),
+                   f"128x128-s{s128}": v5_tile(128, 128, s128)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
 
 if "wide" in only:
     # 128 x 192 tiles (wgmma N = 192, three 64-column store passes) where 128 x 256 tiles fill a
     # wave badly, beside 256 and 128 as fixed choices and the rule; and 64 x 64 tiles (13 ring
     # buffers) where 64 x 128 tiles fill half a wave.
-    import stages.v5_fused_epilogue as v5mod
-
-    def tile(bm, bn, stages_=None):
-        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=stages_ or v5mod.TILES[(bm, bn)], SPLIT_K=1)
     for shape in [(1536, 2048, 4096), (1536, 1536, 4096), (2048, 1536, 4096), (1280, 2304, 4096),
                   (1024, 2048, 4096), (3072, 3072, 4096), (1536, 2048, 1024), (1536, 2048, 16384),
                   (4096, 4096, 4096)]:
-        entries = {"bn192": tile(128, 192), "bn256": tile(128, 256), "bn128": tile(128, 128)}
+        entries = {"bn192": v5_tile(128, 192), "bn256": v5_tile(128, 256), "bn128": v5_tile(128, 128)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
     for shape in [(128, 4096, 4096), (512, 1024, 4096), (256, 2048, 4096), (1000, 1000, 4096), (130, 5000, 5000),
                   (1024, 1024, 1024)]:
-        entries = {"64x64": tile(64, 64, 13), "64x128": tile(64, 128)}
+        entries = {"64x64": v5_tile(64, 64), "64x128": v5_tile(64, 128)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
 
 if "widecheck" in only:
     # Shapes the rule routes to 128 x 192 or 64 x 64 that the wide section did not time (odd N and
     # K, direct stores, a short K), beside the tile the rule of commit bddd219 took there.
-    import stages.v5_fused_epilogue as v5mod
-
-    def tile(bm, bn):
-        return V5.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5mod.TILES[(bm, bn)], SPLIT_K=1)
     for shape, before in [((1300, 2048, 1000), (128, 256)), ((1500, 2000, 4104), (128, 256)),
                           ((1501, 1999, 1000), (128, 256)), ((1536, 1536, 1024), (128, 128)),
                           ((200, 2001, 4103), (64, 128)), ((130, 2001, 4099), (64, 128)),
                           ((384, 1024, 4096), (64, 128))]:
         name = f"before-{before[0]}x{before[1]}"
-        measure(*shape, {"cublas": CUBLAS, "v5": V5, name: tile(*before)}, {"cublas", "v5", name})
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, name: v5_tile(*before)}, {"cublas", "v5", name})
 
 if "clean" in only:
     # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel

@@ -28,11 +28,14 @@ TILES = {(128, 256): 4, (128, 192): 5, (128, 128): 6, (128, 112): 6, (128, 64): 
 DECODE_RING = {16: 11, 32: 10}
 
 
+def _decode_rows(m: int) -> int:
+    """The rows of A a 64-row decode tile's ring buffer holds for M rows: 16, 32 or all 64."""
+    return 16 if m <= 16 else 32 if m <= 32 else 64
+
+
 def a_rows_for(m: int, bm: int, c: dict) -> int:
     """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile and M <= 32, else BM."""
-    if not c["AUTO"] or bm != 64 or m > 32:
-        return bm
-    return 16 if m <= 16 else 32
+    return _decode_rows(m) if c["AUTO"] and bm == 64 else bm
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -115,7 +118,7 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         if 2 * tiles < sms:
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
-        return 64, 128, DECODE_RING.get(16 if m <= 16 else 32 if m <= 32 else 64, TILES[(64, 128)]), splits
+        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits
 
     # 128 x 192 where its tiles fill 70-100% of one wave, 128 x 128 tiles would need a second, and
     # K is whole k-blocks (rows a multiple of 128 bytes)
