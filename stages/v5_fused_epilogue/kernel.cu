@@ -443,6 +443,18 @@ __device__ __forceinline__ void static_for(F&& f) {
   if constexpr (I < N) { f(I); static_for<I + 1, N>(f); }
 }
 
+// Columns col and col + 1 of one row of C at dst: one half2 where both exist (`both`) and dst is
+// 4-byte aligned (per row: the columns start even, so it is row * N's parity and C's base), else
+// as halves, the second only where it exists.
+__device__ __forceinline__ void store_pair(__half* dst, __half2 v, bool both) {
+  if (both && (reinterpret_cast<size_t>(dst) & 3) == 0) {
+    *reinterpret_cast<__half2*>(dst) = v;
+  } else {
+    dst[0] = __low2half(v);
+    if (both) dst[1] = __high2half(v);
+  }
+}
+
 // Two fp32 values rounded to one fp16 pair (the low half the first), as a 32-bit register.
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
   __half2 v = __floats2half2_rn(lo, hi);
@@ -921,15 +933,10 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
               const int e = e0 + u * CONSUMER_THREADS;
               if (e >= total) continue;
               const int r = block_m + e / pairs, col = block_n + 2 * (e % pairs);
+              const bool both = col + 1 < N;
               const __half lo = __float2half_rn(fuse_one(sum[u].x, bias, alpha, col, N));
-              __half* dst = C + (size_t)r * N + col;
-              if (col + 1 < N) {
-                const __half hi = __float2half_rn(fuse_one(sum[u].y, bias, alpha, col + 1, N));
-                if ((reinterpret_cast<size_t>(dst) & 3) == 0) *reinterpret_cast<__half2*>(dst) = __halves2half2(lo, hi);
-                else { dst[0] = lo; dst[1] = hi; }
-              } else {
-                dst[0] = lo;
-              }
+              const __half hi = both ? __float2half_rn(fuse_one(sum[u].y, bias, alpha, col + 1, N)) : lo;
+              store_pair(C + (size_t)r * N + col, __halves2half2(lo, hi), both);
             }
           }
         }
@@ -973,8 +980,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // any 2-byte aligned C. Per pass of 64 columns the warpgroup stages its 64 rows in shared
       // memory, then each warp writes 16 whole rows back, 32 lanes on 64 consecutive columns
       // (coalesced: 128 contiguous bytes per warp store, not 8 rows x 8 bytes from registers).
-      // A lane stores its two columns as one half2 where the address is 4-byte aligned (per row:
-      // the columns start even, so it is row * N's parity and C's base), else as two halves.
+      // A lane stores its two columns with store_pair (one half2 where the address allows).
       const unsigned stage = epi_base + wg * DIRECT_WG_BYTES;
       const int r = warp_in_group * 16 + g;  // this thread's rows r and r + 8 of the warpgroup's 64
       // A tile whose BN is not a multiple of 64 (112, 32) ends with a narrower pass.
@@ -1001,13 +1007,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           unsigned bits;
           asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(bits) : "r"(stage + lr * DIRECT_PITCH + 4 * lane) : "memory");
           const __half2 v = *reinterpret_cast<__half2*>(&bits);
-          __half* dst = C + (size_t)grow * N + gcol;
-          if (gcol + 1 < N && (reinterpret_cast<size_t>(dst) & 3) == 0) {
-            *reinterpret_cast<__half2*>(dst) = v;
-          } else {
-            dst[0] = __low2half(v);
-            if (gcol + 1 < N) dst[1] = __high2half(v);
-          }
+          store_pair(C + (size_t)grow * N + gcol, v, gcol + 1 < N);
         }
       });
 #endif  // TMA_STORE
