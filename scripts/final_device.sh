@@ -145,7 +145,14 @@ case ${1:-} in
     wait
     run wide-probe 80 python3 scripts/lever_probe.py --only wide --rounds 3 --out "$LOGS"
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide"; exit 2 ;;
+  levers)      # (issue 13) the SPLIT_FIXUP GPU tests owed since commit 844d433, then (GPU idle)
+               # DEFER_MATH (the deferred pass activated under the next tile's wgmmas) and 2-CTA
+               # clusters in v5 (CLUSTER_M=2, edge tiles included), each variant judged first
+    run split-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "split_sum"
+    run defermath-probe 200 python3 scripts/lever_probe.py --only defermath --rounds 3 --out "$LOGS"
+    mv "$LOGS/lever-probe.json" "$LOGS/lever-probe-defermath.json" 2>/dev/null
+    run cluster5-probe 200 python3 scripts/lever_probe.py --only cluster5 --rounds 3 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -163,8 +163,12 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
 
 
 def test_v5_refuses_the_switches_it_does_not_combine():
-    with pytest.raises(ValueError, match="CLUSTER_M == 1"):
-        V5.variant(CLUSTER_M=2)
+    with pytest.raises(ValueError, match="CLUSTER_M 1 or 2"):
+        V5.variant(CLUSTER_M=4)
+    with pytest.raises(ValueError, match="CLUSTER_M 1 with SPLIT_FIXUP=1"):
+        V5.variant(CLUSTER_M=2, SPLIT_FIXUP=1)
+    with pytest.raises(ValueError, match="DEFER_MATH 0 or 1"):
+        V5.variant(DEFER_MATH=2)
     with pytest.raises(ValueError, match="BM 64 or 128"):
         V5.variant(BM=256)
     with pytest.raises(ValueError, match="STREAMK 0 or 1"):

@@ -16,7 +16,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8}
+          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "DEFER_MATH": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -161,7 +161,8 @@ def check_config(c: dict) -> None:
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
         (c["ORDER"] in (0, 1, 2, 3), "ORDER 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"),
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
-        (c["CLUSTER_M"] == 1, "CLUSTER_M == 1 (clusters and edge tiles or split K are not combined here; v4 measured no gain)"),
+        (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2 (2: two CTAs on vertically adjacent tiles, B multicast to both)"),
+        (c["CLUSTER_M"] == 1 or not c["SPLIT_FIXUP"], "CLUSTER_M 1 with SPLIT_FIXUP=1 (its counters are per tile, not per CTA of a cluster)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
         (c["STREAMK"] in (0, 1), "STREAMK 0 or 1 (1: per call, the kernel splits a last wave where it pays; 0: never)"),
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
@@ -169,6 +170,7 @@ def check_config(c: dict) -> None:
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
         (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
+        (c["DEFER_MATH"] in (0, 1), "DEFER_MATH 0 or 1 (1: the deferred store pass keeps fp32 and is activated in the next unit's mainloop)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -193,13 +195,16 @@ def defines_for(call: Call) -> dict:
     epi = call.epilogue
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
     # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
+    streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count))
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(call.m, bm, call.cfg),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
-            "STREAMK": int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count))}
+            "STREAMK": streamk,
+            # (the stream-K fixup's state leaves no room for the fp32 pass: those builds spill)
+            "DEFER_MATH": call.cfg["DEFER_MATH"] if not streamk else 0}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -221,13 +226,16 @@ def epi_defer(m: int, n: int, k: int, c: dict, sms: int) -> int:
 
 
 def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
-    """(units, workers): a unit is a (tile, split of K); persistent: min(units, SMs) blocks, or
-    all SMs where stream-K shares out a wave that would leave SMs idle (sk_fills)."""
+    """(units, workers): a unit is a (CLUSTER_M tiles stacked in M, split of K), a worker a
+    cluster of CLUSTER_M blocks; persistent: min(units, SMs / CLUSTER_M) workers, or all of them
+    where stream-K shares out a wave that would leave SMs idle (sk_fills)."""
     bm, bn, _, splits = shape_config(m, n, k, c, sms)
-    units = cdiv(m, bm) * cdiv(n, bn) * splits
+    cm = c["CLUSTER_M"]
+    units = cdiv(m, bm * cm) * cdiv(n, bn) * splits
     if not c["PERSISTENT"]:
         return units, units
-    return units, (sms if sk_fills(units, cdiv(k, 64), bm, splits, c, sms) else min(units, sms))
+    slots = sms // cm
+    return units, (slots if sk_fills(units, cdiv(k, 64), bm, splits, c, slots) else min(units, slots))
 
 
 # Under one wave (fewer units than SMs) the kernel can share every unit's k-blocks out over all
@@ -247,8 +255,9 @@ def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) 
 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
-    bm = shape_config(m, n, k, c, dev.sm_count)[0]
-    return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1], 1, 1), block=(128 * (1 + bm // 64), 1, 1))
+    bm, cm = shape_config(m, n, k, c, dev.sm_count)[0], c["CLUSTER_M"]
+    return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1] * cm, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
+                  cluster=(cm, 1, 1))
 
 
 # Stream-K (v4's last-wave split, kernel.cu "schedule"): the kernel decides per launch which units
@@ -284,7 +293,7 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     (streamk_pays, the kernel's own rule), else two null pointers."""
     if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
         return _NULL, _NULL
-    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * (bm // 64)
+    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * call.cfg["CLUSTER_M"] * (bm // 64)
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -317,7 +326,8 @@ def plan(call: Call, kernels) -> list:
     fixup = splits > 1 and call.cfg["SPLIT_FIXUP"]
     if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
-    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn, 64),
+    # (with a cluster each CTA loads BN / CLUSTER_M rows of B and multicasts them to both)
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
