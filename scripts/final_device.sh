@@ -145,13 +145,10 @@ case ${1:-} in
     wait
     run wide-probe 80 python3 scripts/lever_probe.py --only wide --rounds 3 --out "$LOGS"
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --publish ;;
-  levers)      # (issue 13) the SPLIT_FIXUP GPU tests owed since commit 844d433, then (GPU idle)
-               # DEFER_MATH (the deferred pass activated under the next tile's wgmmas) and 2-CTA
-               # clusters in v5 (CLUSTER_M=2, edge tiles included), each variant judged first
-    run split-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "split_sum"
-    run defermath-probe 200 python3 scripts/lever_probe.py --only defermath --rounds 3 --out "$LOGS"
-    mv "$LOGS/lever-probe.json" "$LOGS/lever-probe-defermath.json" 2>/dev/null
-    run cluster5-probe 200 python3 scripts/lever_probe.py --only cluster5 --rounds 3 --out "$LOGS" ;;
+  levers)      # (issue 13) the SPLIT_FIXUP GPU tests owed since commit 844d433, the cluster tests,
+               # then (GPU idle) clusters of 2 and 4 CTAs on fixed tiles where v5 trails cuBLAS
+    run split-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "split_sum or cluster"
+    run cluster5-probe 250 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 64x128,64x128-c2,64x128-c4,128x128,128x128-c2,128x128-c4,128x256-c4,64x64-c4 --out "$LOGS" ;;
   *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

@@ -75,8 +75,8 @@ The bench's flush against a clean one ("clean"): cuBLAS and v5 after the 256 MiB
   and after a read of the same buffer (CleanFlusher: a clean L2), at decode, prefill, 1000^3, 4096^3
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
-The deferred pass activated under the next tile's wgmmas ("defermath"): v5 against DEFER_MATH=1
-  with EPI_DEFER 1 and 2 (STREAMK=0 builds), fused epilogues at 4096^3 and 8192^3, torch beside
+(The deferred pass activated under the next tile's wgmmas, DEFER_MATH=1, was the "defermath"
+  section at commit 391b22b: results/probes/20261130T195241; measured slower, not kept.)
 2-CTA clusters in v5 ("cluster5"): CLUSTER_M=2 on the rule's tile and on fixed tiles, small grids
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
     python3 scripts/lever_probe.py --out DIR      ->  DIR/lever-probe.json
@@ -415,29 +415,6 @@ if "clean" in only:
         measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, fill flush")
         measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, clean flush", flusher=clean)
 
-if "defermath" in only:
-    # DEFER_MATH=1: the deferred store pass held in fp32 (after alpha and bias) and activated in
-    # the next unit's mainloop, after the wgmmas of its first EPI_DEFER k-blocks are issued (half
-    # the epilogue's MUFU/FMA work under the tensor cores), beside the shipped fp16 deferral.
-    # STREAMK=0 builds only (the stream-K builds spill with it): 4096^3 (and 8192^3 with STREAMK=0
-    # forced, as v5-dp), with the torch baselines of the fused goals where torch imports.
-    dm = {"v5": V5, "v5-dm": V5.variant(DEFER_MATH=1), "v5-dm2": V5.variant(DEFER_MATH=1, EPI_DEFER=2),
-          "v5-d2": V5.variant(EPI_DEFER=2)}
-    dm8 = {"v5": V5, "v5-dp": v5_variants["v5-dp"], "v5-dp-dm": V5any.variant(STREAMK=0, DEFER_MATH=1),
-           "v5-dp-dm2": V5any.variant(STREAMK=0, DEFER_MATH=1, EPI_DEFER=2)}
-    for (m, n, k), entries in [((4096, 4096, 4096), dm), ((8192, 8192, 8192), dm8)]:
-        bias = (cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32)).astype(cp.float16)
-        for act in ("gelu_tanh", "gelu", "silu", None):
-            epi = contract.Epilogue(bias=bias, alpha=1.0, activation=act)
-            label = "bias" + (f"+{act}" if act else "")
-            base = {}
-            if torch_ok and act == "gelu_tanh":
-                base["torch_addmm_gelu"] = stages.get("torch_addmm_gelu")
-            if torch_ok and act in ("gelu", None):
-                base["torch_linear"] = stages.get("torch_linear")
-            measure(m, n, k, {**base, **entries}, set(entries), epi, label)
-        measure(m, n, k, {"cublas": CUBLAS, "v5": V5}, {"cublas", "v5"})
-
 if "cluster5" in only:
     # 2-CTA clusters in v5 (CLUSTER_M=2: B multicast to two vertically adjacent tiles, edge tiles
     # included) where v5 trails cuBLAS on small grids; cuBLAS runs 2 x 4 clusters at 1000^3, whose
@@ -445,8 +422,16 @@ if "cluster5" in only:
     cl5 = {"v5-c2": V5.variant(CLUSTER_M=2), "128x128-c2": v5_tile(128, 128, CLUSTER_M=2),
            "64x128-c2": v5_tile(64, 128, CLUSTER_M=2), "128x64-c2": v5_tile(128, 64, CLUSTER_M=2),
            "64x128": v5_tile(64, 128), "128x64": v5_tile(128, 64)}
-    for shape in [(1000, 1000, 1000), (1024, 1024, 1024), (1000, 1000, 1024), (1000, 1000, 4096),
-                  (1536, 1536, 4096), (512, 1024, 4096), (130, 5000, 5000), (999, 1001, 1000)]:
+    shapes = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or [
+        (1000, 1000, 1000), (1024, 1024, 1024), (1000, 1000, 1024), (1000, 1000, 4096),
+        (1536, 1536, 4096), (512, 1024, 4096), (130, 5000, 5000), (999, 1001, 1000)]
+    if args.small:  # named variants only; cN suffixes: CLUSTER_M = N on that fixed tile
+        cl5 = {}
+        for name in args.small.split(","):
+            tile, _, cm = name.partition("-c")
+            bm, bn = map(int, tile.split("x"))
+            cl5[name] = v5_tile(bm, bn, CLUSTER_M=int(cm or 1))
+    for shape in shapes:
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **cl5}, {"cublas", "v5", *cl5})
 
 with open(os.path.join(args.out, "lever-probe.json"), "w") as f:

@@ -124,6 +124,17 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     assert not bad, f"{len(bad)} builds declare local memory, e.g. {bad[:3]}"
 
 
+def test_no_cluster_build_keeps_the_accumulators_in_local_memory():
+    """CLUSTER_M=2 (a knob) changes only the loads and the buffer release: its builds on three tiles
+    and every C path, with a fused epilogue, checked as above."""
+    builds = [{"BM": bm, "BN": bn, "STAGES": v5.TILES[(bm, bn)], "A_ROWS": bm, "ACT": 2, "BIAS": 2,
+               "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": int(not partial), "CLUSTER_M": 2}
+              for bm, bn in ((128, 256), (128, 128), (64, 128))
+              for tma_store, partial in ((1, 0), (0, 0), (0, 1))]
+    bad = [b for b in builds if _local_arrays(b)]
+    assert not bad, f"{len(bad)} cluster builds declare local memory, e.g. {bad[:3]}"
+
+
 @pytest.mark.parametrize("m, n, k, deferred", [
     (4096, 4096, 4096, 1), (4096, 14336, 4096, 1), (4095, 4097, 4104, 1), (2100, 2600, 200, 1),
     (1000, 1000, 1000, 0), (1024, 1024, 1024, 0), (128, 14336, 4096, 0), (16, 14336, 4096, 0),
@@ -163,12 +174,12 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
 
 
 def test_v5_refuses_the_switches_it_does_not_combine():
-    with pytest.raises(ValueError, match="CLUSTER_M 1 or 2"):
-        V5.variant(CLUSTER_M=4)
+    with pytest.raises(ValueError, match="CLUSTER_M 1, 2 or 4"):
+        V5.variant(CLUSTER_M=3)
+    with pytest.raises(ValueError, match="multiple of 8 x CLUSTER_M"):
+        V5.variant(AUTO=0, BN=112, STAGES=6, CLUSTER_M=4)
     with pytest.raises(ValueError, match="CLUSTER_M 1 with SPLIT_FIXUP=1"):
         V5.variant(CLUSTER_M=2, SPLIT_FIXUP=1)
-    with pytest.raises(ValueError, match="DEFER_MATH 0 or 1"):
-        V5.variant(DEFER_MATH=2)
     with pytest.raises(ValueError, match="BM 64 or 128"):
         V5.variant(BM=256)
     with pytest.raises(ValueError, match="STREAMK 0 or 1"):
@@ -212,6 +223,22 @@ def test_the_narrow_tiles_are_right_as_knobs(bm, bn, runnable):
     st = runnable("v5_fused_epilogue").variant(AUTO=0, BM=bm, BN=bn, STAGES=v5.TILES[(bm, bn)])
     for case in ("plain", "alpha+bias32+gelu_tanh"):
         bad = verify.failures(verify.sweep(st, ODD + [(128, 14336, 1000)], **verify.EPILOGUE_CASES[case]))
+        assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
+@pytest.mark.parametrize("tile, cm", [("rule", 2), ((128, 128), 2), ((64, 128), 2), ((64, 128), 4), ((128, 256), 4)])
+def test_clusters_are_right_as_a_knob(tile, cm, runnable):
+    """CLUSTER_M=2 or 4 (a knob the rule never picks: README "Clusters"): CTAs on vertically
+    adjacent tiles, each loading a slice of B and multicasting it to all. Edge tiles included: a
+    CTA's tile wholly past M (M <= the tile's rows: decode, (100, 1000, 1000) at 128 rows), odd N
+    (direct stores), split K (1 x 4096 x 4096) and a stream-K shape (1536 x 3072 x 1024)."""
+    st = runnable("v5_fused_epilogue")
+    st = st.variant(CLUSTER_M=cm) if tile == "rule" else \
+        st.variant(AUTO=0, BM=tile[0], BN=tile[1], STAGES=v5.TILES[tile], CLUSTER_M=cm)
+    shapes = ODD + [(100, 1000, 1000), (1536, 3072, 1024), (999, 1001, 1000)]
+    for case in ("plain", "alpha+bias32+gelu_tanh"):
+        bad = verify.failures(verify.sweep(st, shapes, **verify.EPILOGUE_CASES[case]))
         assert not bad, "\n".join(bad)
 
 

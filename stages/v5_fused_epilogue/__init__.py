@@ -16,7 +16,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "DEFER_MATH": 0}
+          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -161,7 +161,8 @@ def check_config(c: dict) -> None:
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
         (c["ORDER"] in (0, 1, 2, 3), "ORDER 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"),
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
-        (c["CLUSTER_M"] in (1, 2), "CLUSTER_M 1 or 2 (2: two CTAs on vertically adjacent tiles, B multicast to both)"),
+        (c["CLUSTER_M"] in (1, 2, 4), "CLUSTER_M 1, 2 or 4 (CTAs on vertically adjacent tiles, each loading BN / CLUSTER_M rows of B and multicasting them to all)"),
+        (c["BN"] % (8 * c["CLUSTER_M"]) == 0, "BN a multiple of 8 x CLUSTER_M (each CTA's slice of B whole 1024-byte swizzle atoms)"),
         (c["CLUSTER_M"] == 1 or not c["SPLIT_FIXUP"], "CLUSTER_M 1 with SPLIT_FIXUP=1 (its counters are per tile, not per CTA of a cluster)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
         (c["STREAMK"] in (0, 1), "STREAMK 0 or 1 (1: per call, the kernel splits a last wave where it pays; 0: never)"),
@@ -170,7 +171,6 @@ def check_config(c: dict) -> None:
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
         (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
-        (c["DEFER_MATH"] in (0, 1), "DEFER_MATH 0 or 1 (1: the deferred store pass keeps fp32 and is activated in the next unit's mainloop)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -202,9 +202,7 @@ def defines_for(call: Call) -> dict:
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
-            "STREAMK": streamk,
-            # (the stream-K fixup's state leaves no room for the fp32 pass: those builds spill)
-            "DEFER_MATH": call.cfg["DEFER_MATH"] if not streamk else 0}
+            "STREAMK": streamk}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's

@@ -59,6 +59,8 @@
 // BM 64: 40 x 128 + 232 x 128 = 34,816) --------------------------------------------------------
 #define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
+#define PRODUCER_REGS 40
+#define CONSUMER_REGS 232
 #if BM != 64 && BM != 128
 #error "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)"
 #endif
@@ -112,22 +114,6 @@
 #define EPI_DEFER 0
 #endif
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL)  // (the direct-store and split-K paths store at once)
-// DEFER_MATH=1 (a fused epilogue with DEFER): the deferred pass is held in fp32 after alpha and
-// the bias (EPI_COLS / 2 registers, not EPI_COLS / 4), and its activation runs in the next unit's
-// mainloop too, after the wgmmas of its first EPI_DEFER k-blocks are issued: the MUFU and FMA
-// work of half the tile's epilogue under the tensor cores instead of before them.
-#ifndef DEFER_MATH
-#define DEFER_MATH 0
-#endif
-#define DEFER_F (DEFER && DEFER_MATH && (ACT != 0 || BIAS != 0))
-// Register budgets (setmaxnreg; the definitions above name the roles):
-#if DEFER_F && BM == 128
-#define PRODUCER_REGS 24                     // 24 x 128 + 240 x 256 = 64,512: the deferred fp32 pass
-#define CONSUMER_REGS 240                    // needs 32 more registers than the fp16 one
-#else
-#define PRODUCER_REGS 40
-#define CONSUMER_REGS 232
-#endif
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -425,7 +411,7 @@ __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
 __device__ __forceinline__ float fuse_one(float v, const void* bias, float alpha, int col, int N) {
   return activate(fmaf(alpha, v, bias_at(bias, col, N)));
 }
-template <int COUNT, bool ACTIVATE = true>
+template <int COUNT>
 __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t) {
 #if FUSED
 #pragma unroll
@@ -435,14 +421,10 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
     float* a = acc + 4 * (j0 + j);
-    a[0] = fmaf(alpha, a[0], bv.x);
-    a[1] = fmaf(alpha, a[1], bv.y);
-    a[2] = fmaf(alpha, a[2], bv.x);
-    a[3] = fmaf(alpha, a[3], bv.y);
-    if constexpr (ACTIVATE) {  // (else the caller activates them later: DEFER_MATH)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) a[e] = activate(a[e]);
-    }
+    a[0] = activate(fmaf(alpha, a[0], bv.x));
+    a[1] = activate(fmaf(alpha, a[1], bv.y));
+    a[2] = activate(fmaf(alpha, a[2], bv.x));
+    a[3] = activate(fmaf(alpha, a[3], bv.y));
   }
 #else
   if (alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
@@ -796,19 +778,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
     };
 #endif
-#if DEFER_F
-    float deferred[EPI_COLS / 2];         // the last tile's last store pass, alpha * acc + bias
-    int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
-    auto flush_deferred = [&]() {
-      if (deferred_x >= 0) {
-        unsigned h[EPI_COLS / 4];
-#pragma unroll
-        for (int i = 0; i < EPI_COLS / 4; ++i) h[i] = pack_half2(activate(deferred[2 * i]), activate(deferred[2 * i + 1]));
-        store_pass(h, deferred_x, deferred_y);
-      }
-      deferred_x = -1;
-    };
-#elif DEFER
+#if DEFER
     unsigned deferred[EPI_COLS / 4];      // the last tile's last store pass, fp16 pairs
     int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
     auto flush_deferred = [&]() {
@@ -986,15 +956,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
 #if TMA_STORE
       static_for<0, BN / EPI_COLS>([&](const int pass) {
-#if DEFER_F
-        if (pass == BN / EPI_COLS - 1) {  // alpha and bias now (the bias tile is restaged), the rest later
-          fuse<EPI_COLS / 8, false>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
-#pragma unroll
-          for (int i = 0; i < EPI_COLS / 2; ++i) deferred[i] = acc[pass * (EPI_COLS / 2) + i];
-          deferred_x = block_n + pass * EPI_COLS; deferred_y = block_m + wg * 64;
-          return;
-        }
-#endif
         fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
         // This pass's EPI_COLS / 8 chunks, rounded to fp16: h[2 jj] row g, h[2 jj + 1] row g + 8.
         unsigned h[EPI_COLS / 4];
