@@ -149,7 +149,20 @@ case ${1:-} in
                # then (GPU idle) clusters of 2 and 4 CTAs on fixed tiles where v5 trails cuBLAS
     run split-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "split_sum or cluster"
     run cluster5-probe 250 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 64x128,64x128-c2,64x128-c4,128x128,128x128-c2,128x128-c4,128x256-c4,64x64-c4 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers"; exit 2 ;;
+  clusters)    # 2-CTA clusters of 64 x 128 tiles in the rule (short partial K, issue 13): both suite
+               # orders, every epilogue on the shapes the rule now clusters, the sanitizers on them,
+               # then (GPU idle) those shapes against the previous rule's tile, and the shapes bench
+    CL="--shape 1000x1000x1000 --shape 999x1001x1000 --shape 1024x1024x1000 --shape 600x1000x1000 --shape 700x1001x1500 --shape 1000x1000x1001 --shape 900x1023x1999"
+    run suite-file 360 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 360 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-clusters 300 python3 -m stages verify v5_fused_epilogue $CL --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 600x1001x1000 --shape 1000x1000x1000 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 600x1001x1000 --shape 999x1001x1000 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 600x1001x1000 --shape 1000x1000x1000 &
+    wait
+    run cluster-rule-probe 80 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 128x128,64x128 --small-shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,700x1001x1500,1000x1000x1001,900x1023x1999 --out "$LOGS"
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

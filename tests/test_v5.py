@@ -28,7 +28,7 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((4096, 14336, 4096), (128, 256, 4, 1)),
     ((4095, 4097, 4104), (128, 256, 4, 1)),
     ((128, 14336, 4096), (128, 128, 6, 1)),
-    ((1000, 1000, 1000), (128, 128, 6, 1)),
+    ((1000, 1000, 1000), (64, 128, 8, 1)),     # in 2-CTA clusters (test below)
     ((2048, 1024, 1024), (128, 128, 6, 1)),
     ((2048, 2048, 4096), (128, 256, 4, 1)),    # one wave of 128 x 256, 97% full
     ((1536, 2048, 4096), (128, 192, 5, 1)),    # 128 x 192: 132 tiles
@@ -47,7 +47,10 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((384, 3000, 6000), (128, 128, 6, 1)),    # 144 tiles of 64 x 128: two waves
     ((1024, 1024, 1024), (64, 128, 8, 1)),     # 16 whole k-blocks
     ((1000, 1000, 1024), (64, 128, 8, 1)),
-    ((1024, 1024, 1000), (128, 128, 6, 1)),    # 16 k-blocks, the last partial
+    ((1024, 1024, 1000), (64, 128, 8, 1)),     # 16 k-blocks, the last partial: 2-CTA clusters
+    ((1024, 1024, 900), (128, 128, 6, 1)),     # 15 k-blocks, the last partial
+    ((600, 1000, 1000), (64, 128, 8, 1)),      # 80 tiles of 64 x 128: over half a wave, clusters
+    ((500, 1000, 1000), (128, 128, 6, 1)),     # 64 tiles of 64 x 128: under half a wave
     ((16, 14336, 4096), (64, 128, 11, 1)),   # 16 rows of A per buffer: 11 buffers
     ((1, 4096, 4096), (64, 128, 11, 8)),
     ((1, 7, 13), (64, 128, 11, 1)),
@@ -171,6 +174,19 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
     call.epilogue = contract.Epilogue(bias, 0.5, "gelu_tanh")
     d = v5.defines_for(call)
     assert (d["ACT"], d["BIAS"]) == (v5.ACT_CODE["gelu_tanh"], 2)
+
+
+@pytest.mark.parametrize("shape, cm", [((1000, 1000, 1000), 2), ((999, 1001, 1000), 2), ((1024, 1024, 1000), 2),
+                                       ((1024, 1024, 1024), 1), ((1000, 1000, 4096), 1), ((1050, 1000, 1000), 1),
+                                       ((1024, 1024, 900), 1), ((16, 14336, 4096), 1), ((4096, 4096, 4096), 1)])
+def test_the_rule_clusters_only_the_short_partial_k_grids(shape, cm):
+    """2-CTA clusters of 64 x 128 tiles where K is 16-31 partial k-blocks and they fill over half
+    of one wave (results/probes/20261130T195254 and T195642: 1000^3 12.1-12.5 against 12.9 us);
+    the knob, where set, wins over the rule; the launch is a whole number of clusters."""
+    assert v5.cluster_for(*shape, V5.defines, SMS) == cm
+    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, SMS) == 4
+    launch = v5.geometry(*shape, V5.defines, gpu.REFERENCE_DEVICE)
+    assert launch.cluster == (cm, 1, 1) and launch.grid[0] % cm == 0 and launch.grid[0] <= SMS
 
 
 def test_v5_refuses_the_switches_it_does_not_combine():

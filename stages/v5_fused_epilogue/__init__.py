@@ -110,7 +110,8 @@ MIN_K_TILES_PER_SPLIT = 4
 
 
 @functools.lru_cache(maxsize=4096)
-def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int]:
+def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int]:
+    """(BM, BN, STAGES, splits, CLUSTER_M) by the rule above."""
     nkt = cdiv(k, 64)
     if m <= 64:
         tiles = cdiv(n, 128)
@@ -118,15 +119,15 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         if 2 * tiles < sms:
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
-        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits
+        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1
 
     # 128 x 192 where its tiles fill 70-100% of one wave, 128 x 128 tiles would need a second, and
     # K is whole k-blocks (rows a multiple of 128 bytes)
     if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms and \
             10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
-        return 128, 192, TILES[(128, 192)], 1
+        return 128, 192, TILES[(128, 192)], 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
-        return 128, 256, TILES[(128, 256)], 1
+        return 128, 256, TILES[(128, 256)], 1, 1
     tiles = cdiv(m, 64) * cdiv(n, 128)
     if tiles <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
         # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
@@ -137,18 +138,30 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         elif 2 * tiles < sms:
             splits = max(1, min(max_splits, sms // tiles, nkt // 64))
         if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
-            return 64, 64, TILES[(64, 64)], 1
-        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits))  # (no empty split)
-    return 128, 128, TILES[(128, 128)], 1
+            return 64, 64, TILES[(64, 64)], 1, 1
+        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1  # (no empty split)
+    if nkt >= 16 and 2 * tiles > sms and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms:
+        # A short K of partial rows (K % 64 != 0, 16 to 31 k-blocks) and more than half a wave of
+        # 64 x 128 tiles: those tiles in 2-CTA clusters (one wave of them), each CTA loading half
+        # of B and multicasting it to both
+        return 64, 128, TILES[(64, 128)], 1, 2
+    return 128, 128, TILES[(128, 128)], 1, 1
 
 
 def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:
     """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
     if c["AUTO"]:
-        return _auto(m, n, k, sms, c["MAX_SPLITS"])
+        return _auto(m, n, k, sms, c["MAX_SPLITS"])[:4]
     nkt = cdiv(k, 64)
     splits = cdiv(nkt, cdiv(nkt, min(c["SPLIT_K"], nkt)))  # no empty split
     return c["BM"], c["BN"], c["STAGES"], splits
+
+
+def cluster_for(m: int, n: int, k: int, c: dict, sms: int) -> int:
+    """CLUSTER_M for a shape: as configured where it is above 1 or AUTO=0, else the rule's choice."""
+    if c["AUTO"] and c["CLUSTER_M"] == 1:
+        return _auto(m, n, k, sms, c["MAX_SPLITS"])[4]
+    return c["CLUSTER_M"]
 
 
 def check_config(c: dict) -> None:
@@ -202,7 +215,7 @@ def defines_for(call: Call) -> dict:
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
-            "STREAMK": streamk}
+            "STREAMK": streamk, "CLUSTER_M": cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count)}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -228,7 +241,7 @@ def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
     cluster of CLUSTER_M blocks; persistent: min(units, SMs / CLUSTER_M) workers, or all of them
     where stream-K shares out a wave that would leave SMs idle (sk_fills)."""
     bm, bn, _, splits = shape_config(m, n, k, c, sms)
-    cm = c["CLUSTER_M"]
+    cm = cluster_for(m, n, k, c, sms)
     units = cdiv(m, bm * cm) * cdiv(n, bn) * splits
     if not c["PERSISTENT"]:
         return units, units
@@ -253,7 +266,7 @@ def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) 
 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
-    bm, cm = shape_config(m, n, k, c, dev.sm_count)[0], c["CLUSTER_M"]
+    bm, cm = shape_config(m, n, k, c, dev.sm_count)[0], cluster_for(m, n, k, c, dev.sm_count)
     return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1] * cm, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
                   cluster=(cm, 1, 1))
 
@@ -291,7 +304,8 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     (streamk_pays, the kernel's own rule), else two null pointers."""
     if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
         return _NULL, _NULL
-    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * call.cfg["CLUSTER_M"] * (bm // 64)
+    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * \
+        cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count) * (bm // 64)
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -325,7 +339,8 @@ def plan(call: Call, kernels) -> list:
     if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and multicasts them to both)
-    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64),
+    cm = cluster_for(m, n, k, call.cfg, call.dev.sm_count)
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn // cm, 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
