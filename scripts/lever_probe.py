@@ -77,6 +77,7 @@ v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 102
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
 (The deferred pass activated under the next tile's wgmmas, DEFER_MATH=1, was the "defermath"
   section at commit 391b22b: results/probes/20261130T195241; measured slower, not kept.)
+The split-K reduce kernel as a programmatic dependent launch ("pdl"): PDL=1 against PDL=0
 2-CTA clusters in v5 ("cluster5"): CLUSTER_M=2 on the rule's tile and on fixed tiles, small grids
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
     python3 scripts/lever_probe.py --out DIR      ->  DIR/lever-probe.json
@@ -485,6 +486,14 @@ if "epimath" in only:
         parts = {"v5-main": dataclasses.replace(V5, plan=lambda call, k: v5mod.plan(call, k)[:1]),
                  "v5-reduce": dataclasses.replace(V5, plan=lambda call, k: v5mod.plan(call, k)[1:])}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **parts}, {"cublas", "v5"})
+
+if "pdl" in only:
+    # The split-K reduce kernel launched as a programmatic dependent of the main kernel (PDL=1:
+    # its launch overlaps the main kernel, griddepcontrol.wait orders the reads) against a plain
+    # launch after it (PDL=0), at the shapes the rule splits.
+    for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192), (1, 4096, 14336),
+                  (33, 3000, 4104), (64, 4096, 4096), (128, 2048, 8192), (1, 1000, 1000)]:
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, "v5-nopdl": V5.variant(PDL=0)}, {"cublas", "v5", "v5-nopdl"})
 
 if "cluster5" in only:
     # 2-CTA clusters in v5 (CLUSTER_M=2: B multicast to two vertically adjacent tiles, edge tiles

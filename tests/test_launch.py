@@ -107,3 +107,25 @@ def test_a_persistent_geometry_sees_the_device():
     assert st.geometry(4096, 4096, 4096, st.defines, small).grid == (16, 1, 1)
     assert st.geometry(4096, 4096, 4096, st.defines, gpu.REFERENCE_DEVICE).grid == (132, 1, 1)
     assert st.geometry(256, 256, 64, st.defines, gpu.REFERENCE_DEVICE).grid == (2, 1, 1), "never more blocks than tiles"
+
+
+def test_a_dependent_launch_packs_its_parameters_as_cupy_would():
+    """core/pdl.py (the programmatic dependent launch, through cuda-python): each parameter's
+    bytes as the kernel reads them; a Python number, whose width is unknown, is refused."""
+    import ctypes
+    import types
+
+    import numpy as np
+    import pytest
+
+    from stages.core import pdl
+
+    arr = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7F0012345600))
+    assert pdl._c_value(arr).value == 0x7F0012345600
+    for scalar in (np.int32(-7), np.uint32(7), np.float32(0.5), np.uint64(2**40), np.int64(-3)):
+        assert bytes(pdl._c_value(scalar)) == scalar.tobytes()
+    tmap = np.frombuffer(bytes(range(128)), dtype=np.dtype("V128"))[0]
+    assert bytes(pdl._c_value(tmap)) == bytes(range(128))
+    with pytest.raises(TypeError, match="np.int32"):
+        pdl._c_value(5)
+    assert ctypes.sizeof(pdl._c_value(np.float32(1))) == 4

@@ -315,16 +315,38 @@ def test_the_in_kernel_split_sum_launches_one_kernel(runnable):
         def __init__(self):
             self.names = []
 
-        def launcher(self, args, name="gemm_v5_fused_epilogue", **kw):
-            self.names.append(name)
+        def launcher(self, args, name="gemm_v5_fused_epilogue", dependent=False, **kw):
+            self.names.append((name, dependent))
             return lambda: None
     a, b, out = cp.ones((1, 4096), cp.float16), cp.ones((4096, 4096), cp.float16), cp.empty((1, 4096), cp.float16)
-    for fix, names in ((1, ["gemm_v5_fused_epilogue"]), (0, ["gemm_v5_fused_epilogue", "gemm_v5_fused_epilogue_reduce"])):
-        call = Call(a, b, out, 1, 4096, 4096, {**V5.defines, "SPLIT_FIXUP": fix}, gpu.current(), contract.PLAIN)
+    main, reduce = "gemm_v5_fused_epilogue", "gemm_v5_fused_epilogue_reduce"
+    for fix, pdl, names in ((1, 1, [(main, False)]), (0, 1, [(main, False), (reduce, True)]),
+                            (0, 0, [(main, False), (reduce, False)])):
+        call = Call(a, b, out, 1, 4096, 4096, {**V5.defines, "SPLIT_FIXUP": fix, "PDL": pdl}, gpu.current(), contract.PLAIN)
         call.cfg = {**call.cfg, **v5.defines_for(call)}
         kernels = Kernels()
         v5.plan(call, kernels)
         assert kernels.names == names
+
+
+@pytest.mark.hopper
+def test_the_dependent_reduce_launch_reads_only_finished_partials(runnable):
+    """PDL=1 (shipped): the reduce kernel is launched as a programmatic dependent of the main
+    kernel and waits (griddepcontrol.wait) for its partials. A missing or early wait would sum the
+    previous call's partials: fresh inputs every repeat, judged against float64 and bit for bit
+    against PDL=0 (a plain launch after the main kernel)."""
+    st = runnable("v5_fused_epilogue")
+    assert st.defines["PDL"] == 1
+    plain = st.variant(PDL=0)
+    cp = gpu.cupy()
+    for m, n, k in SPLIT_SHAPES:
+        for rep in range(10):
+            a, b = verify.random_operands(m, n, k, 77 * rep + m, cp)
+            ref, mag = verify.reference(a, b, cp, contract.PLAIN)
+            got = st.gemm(a, b)  # (no synchronisation between the repeats: the stream orders them)
+            chk = verify.judge_output(verify.Check(st.name, m, n, k, 0), got, ref, mag, cp)
+            assert chk.passed, (m, n, k, rep, chk.reason)
+            assert bool((got.view(cp.uint16) == plain.gemm(a, b).view(cp.uint16)).all()), (m, n, k, rep)
 
 
 @pytest.mark.hopper

@@ -88,11 +88,18 @@ class Kernels:
     def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch):
         self._stage, self._dev, self._extra, self.launch = stage, dev, extra, launch
 
-    def launcher(self, args: tuple, kernel: str | None = None, grid=None, block=None) -> Callable[[], Any]:
+    def launcher(self, args: tuple, kernel: str | None = None, grid=None, block=None,
+                 dependent: bool = False) -> Callable[[], Any]:
         """Enqueue `kernel` with `args` (default: the stage's entry point, with its launch
         geometry); another entry point of the same kernel.cu takes its own grid and block (and no
-        dynamic shared memory: SMEM_SYMBOL sizes the stage's entry point only)."""
+        dynamic shared memory: SMEM_SYMBOL sizes the stage's entry point only). `dependent=True`:
+        a programmatic dependent launch of the step before it (core/pdl.py; the kernel must
+        `griddepcontrol.wait` before it reads that step's output)."""
         fn, smem = self._stage._function(self._dev, self._extra, kernel)
+        if dependent:
+            from . import pdl  # noqa: PLC0415  (cuda-python, as TMA needs)
+
+            return pdl.dependent_launcher(fn, grid or self.launch.grid, block or self.launch.block, args, smem)
         return functools.partial(fn, grid or self.launch.grid, block or self.launch.block, args, shared_mem=smem)
 
 

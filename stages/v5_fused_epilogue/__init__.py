@@ -16,7 +16,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8}
+          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -184,6 +184,7 @@ def check_config(c: dict) -> None:
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
         (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
+        (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -349,7 +350,8 @@ def plan(call: Call, kernels) -> list:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher(
             (ws, np.int32(splits), np.int32(m), np.int32(n), np.int32(ldw), call.out, bias, np.float32(epi.alpha)),
-            "gemm_v5_fused_epilogue_reduce", grid=(blocks, 1, 1), block=(REDUCE_THREADS, 1, 1)))
+            "gemm_v5_fused_epilogue_reduce", grid=(blocks, 1, 1), block=(REDUCE_THREADS, 1, 1),
+            dependent=bool(call.cfg["PDL"])))
     return steps
 
 

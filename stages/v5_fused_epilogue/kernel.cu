@@ -52,6 +52,9 @@
 #ifndef SPLIT_FIXUP
 #define SPLIT_FIXUP 0   // PARTIAL: 0 the reduce kernel sums the partials (shipped), 1 the unit that
 #endif                  // completes a tile does (a knob: measured slower, README "Split K")
+#ifndef PDL
+#define PDL 0           // PARTIAL with the reduce kernel: 1 launches it as a programmatic dependent
+#endif                  // of this one (griddepcontrol; the host's dependent launch), 0 after it
 #define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
 #define FIX_S 8         // ... and splits of each loaded together
 
@@ -660,6 +663,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
                        const void* __restrict__ bias, float alpha, float* __restrict__ ws, int splits, int ldw,
                        float* __restrict__ sk_ws, unsigned* __restrict__ flags) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
+#if PDL && PARTIAL && !SPLIT_FIXUP
+  // The reduce kernel may be scheduled now: its blocks wait (griddepcontrol.wait) until this grid
+  // has finished and its partials are visible, so only its launch overlaps this kernel.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   // The 128-byte swizzle repeats every 1024 bytes: tiles must start on a 1024-byte boundary.
   const unsigned smem_base = (static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
   const unsigned epi_base = smem_base + STAGES * STAGE_BYTES;    // EPI_BYTES, 1024-aligned
@@ -1031,6 +1039,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 extern "C" __global__ void __launch_bounds__(256)
 gemm_v5_fused_epilogue_reduce(const float* __restrict__ ws, int splits, int M, int N, int ldw,
                               __half* __restrict__ C, const void* __restrict__ bias, float alpha) {
+#if PDL
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the main kernel's partials, all of them
+#endif
   const size_t total = (size_t)M * N;
   for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < total; idx += (size_t)gridDim.x * blockDim.x) {
     const int row = idx / N, col = idx % N;
