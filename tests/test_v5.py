@@ -3,8 +3,6 @@
 and torch's F.linear beside it on torch tensors without a copy."""
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 
 import numpy as np
