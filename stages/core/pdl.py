@@ -45,7 +45,7 @@ def dependent_launcher(fn, grid, block, args: tuple, shared_mem: int = 0) -> Cal
     config.sharedMemBytes = int(shared_mem)
     config.attrs = [attr]
     config.numAttrs = 1
-    func = drv.CUfunction(fn.ptr)
+    func = drv.CUfunction(getattr(fn, "kernel", fn).ptr)  # a CuPy RawKernel's loaded Function
     cp = gpu.cupy()
     address = ctypes.addressof(pointers)
 
