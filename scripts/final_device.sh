@@ -162,7 +162,23 @@ case ${1:-} in
     wait
     run cluster-rule-probe 80 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 128x128,64x128 --small-shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,700x1001x1500,1000x1000x1001,900x1023x1999 --out "$LOGS"
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters"; exit 2 ;;
+  closing)     # the session's close (issue 13: clusters in the rule, the dependent reduce launch):
+               # both suite orders, the stress run (published), every epilogue on split and cluster
+               # shapes, the sanitizers on split shapes with the dependent launch, then (GPU idle)
+               # the published benches: plain, v5's shapes, fused
+    SPL="--shape 1x4096x4096 --shape 16x4096x4096 --shape 33x3000x4104 --shape 64x4096x4096 --shape 128x2048x8192 --shape 1x1000x1000 --shape 3x7x1000 --shape 1000x1000x1000 --shape 600x1001x1000"
+    run suite-file 330 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 330 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 250 python3 -m stages stress --publish --budget 230 &
+    run v5-verify-split 300 python3 -m stages verify v5_fused_epilogue $SPL --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x4096x4096 --shape 33x3000x4104 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x4096x4096 --shape 33x3000x4104 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x4096x4096 --shape 33x3000x4104 &
+    wait
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --publish
+    run bench-fused 80 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
