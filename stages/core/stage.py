@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import compiler, contract, gpu
+from . import compiler, contract, gpu, pdl
 from .contract import Constraints, Epilogue
 from .gpu import DeviceInfo, Requirement
 
@@ -97,8 +97,6 @@ class Kernels:
         `griddepcontrol.wait` before it reads that step's output)."""
         fn, smem = self._stage._function(self._dev, self._extra, kernel)
         if dependent:
-            from . import pdl  # noqa: PLC0415  (cuda-python, as TMA needs)
-
             return pdl.dependent_launcher(fn, grid or self.launch.grid, block or self.launch.block, args, smem)
         return functools.partial(fn, grid or self.launch.grid, block or self.launch.block, args, shared_mem=smem)
 
