@@ -72,7 +72,7 @@ v5 with a split of K ("split"): v5 (shipped, the reduce kernel) against v5-fixup
 Decode ring depth ("ring"): v5 (A_ROWS 16 or 32 for M <= 32: 11 or 10 buffers) against v5-ring8
   (the same tile and split with 64 rows of A per buffer, 8 buffers), fill and clean flush
 The bench's flush against a clean one ("clean"): cuBLAS and v5 after the 256 MiB fill (dirty L2)
-  and after a read of the same buffer (CleanFlusher: a clean L2), at decode, prefill, 1000^3, 4096^3
+  and after a read of the same buffer (L2Flusher(clean=True): a clean L2), at decode, prefill, 1000^3, 4096^3
 v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 1024 x 4096, ...):
   v4-128 / v4-128-c2 / v4-256 / v4-256-c2   BN 128 (6 buffers) or 256, CLUSTER_M 1 or 2, beside v5
 (The deferred pass activated under the next tile's wgmmas, DEFER_MATH=1, was the "defermath"
@@ -189,16 +189,6 @@ try:
 except Exception:  # noqa: BLE001
     torch_ok = False
 rows = []
-
-
-class CleanFlusher(L2Flusher):
-    """Reads the buffer instead of writing it: A, B and C are evicted as by L2Flusher, but the L2
-    is left holding clean lines, so the timed kernel writes nothing back (as under Nsight Compute,
-    which invalidates the caches). L2Flusher's fill leaves up to the L2's size of dirty lines."""
-
-    def __call__(self):
-        self._i += 1
-        self._sink = self._buf.max()
 
 
 def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain", flusher=None):
@@ -337,7 +327,7 @@ if "ring" in only:
     # Decode with only the A rows that exist in each ring buffer (kernel.cu A_ROWS = 16 or 32 for
     # M <= 32: 11 or 10 buffers) against the same tile, split and call with 64 rows of A per
     # buffer (8 buffers: AUTO=0 with the rule's split), after the bench's fill and after a clean flush.
-    clean = CleanFlusher(dev.l2_bytes)
+    clean = L2Flusher(dev.l2_bytes, clean=True)
     for shape in [(16, 14336, 4096), (1, 14336, 4096), (32, 14336, 4096), (1, 4096, 4096), (16, 4096, 14336),
                   (8, 2048, 8192), (64, 14336, 4096)]:
         splits = v5mod.shape_config(*shape, V5.defines, dev.sm_count)[3]
@@ -411,7 +401,7 @@ if "widecheck" in only:
 if "clean" in only:
     # The bench's flush (a 256 MiB fill) leaves the L2 full of dirty lines that the timed kernel
     # writes back while it streams its weights; the same shapes after a flush that leaves it clean.
-    clean = CleanFlusher(dev.l2_bytes)
+    clean = L2Flusher(dev.l2_bytes, clean=True)
     for shape in [(1, 4096, 4096), (16, 14336, 4096), (128, 14336, 4096), (1000, 1000, 1000), (4096, 4096, 4096)]:
         measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, fill flush")
         measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, clean flush", flusher=clean)

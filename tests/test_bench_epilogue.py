@@ -491,3 +491,20 @@ def test_the_cupy_epilogue_applies_every_activation():
             ref, mag = bench.fused_reference(a, b, cp, Epilogue(bias, 0.5, act), True)
             chk = verify.judge_output(verify.Check(st.name, m, n, k, 15), out, ref, mag, cp)
             assert chk.passed, f"{act}, bias {None if bias is None else bias.dtype}: {chk.reason}"
+
+
+@pytest.mark.gpu
+def test_the_clean_flush_reads_and_the_default_one_writes():
+    """timing.L2Flusher: the bench's flush overwrites its buffer (a new value every call), the
+    clean one (lever_probe's "clean" section) only reads it, so it leaves no dirty line."""
+    from stages.core import gpu
+    from stages.tools.timing import L2Flusher
+
+    cp = gpu.cupy()
+    fill, clean = L2Flusher(1 << 20), L2Flusher(1 << 20, clean=True)
+    for _ in range(2):
+        fill()
+        clean()
+    cp.cuda.get_current_stream().synchronize()
+    assert int(fill._buf[0]) == 2 and int(fill._buf[-1]) == 2
+    assert int(cp.count_nonzero(clean._buf)) == 0 and int(clean._sink) == 0

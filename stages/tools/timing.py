@@ -6,7 +6,8 @@ flush is queued ahead of the start event and takes longer than the host needs to
 launch, so the events bracket the kernel alone. The overwrite (as triton's `do_bench` flushes)
 leaves the L2 full of dirty lines that the timed kernel writes back as it evicts them: a
 memory-bound shape pays for it (16 x 14336 x 4096: cuBLAS 39.7 us against 32.4 after a flush that
-reads instead, scripts/lever_probe.py --only clean; v5 README, "Open questions").
+reads instead, `L2Flusher(clean=True)`: scripts/lever_probe.py --only clean; v5 README, "Open
+questions").
 
 Host: wall-clock time of back-to-back calls (the call path's overhead, `host_per_call`).
 """
@@ -47,17 +48,27 @@ class Timing:
 
 
 class L2Flusher:
-    """Overwrites a buffer of max(256 MiB, 4 x L2) bytes: evicts A, B and C from L2."""
+    """Overwrites a buffer of max(256 MiB, 4 x L2) bytes: evicts A, B and C from L2.
 
-    def __init__(self, l2_bytes: int):
+    `clean=True` reads the buffer instead: the same eviction, but the L2 is left holding clean
+    lines, so the timed kernel writes nothing back (as under Nsight Compute, which invalidates the
+    caches). The default fill, as triton's do_bench flushes, leaves up to the L2's size of dirty
+    lines that a memory-bound kernel writes back while it streams (v5 README, "Open questions")."""
+
+    def __init__(self, l2_bytes: int, clean: bool = False):
         cp = gpu.cupy()
         self.nbytes = max(256 << 20, 4 * l2_bytes)
-        self._buf = cp.empty(self.nbytes // 4, dtype=cp.int32)
+        self.clean = clean
+        self._buf = cp.zeros(self.nbytes // 4, dtype=cp.int32) if clean else cp.empty(self.nbytes // 4, dtype=cp.int32)
         self._i = 0
+        self._sink = None
 
     def __call__(self):
         self._i += 1
-        self._buf.fill(self._i)
+        if self.clean:
+            self._sink = self._buf.max()  # a reduction: every line read, none written
+        else:
+            self._buf.fill(self._i)
 
 
 def time_gpu(run, reps: int = 30, warmup: int = 5, flush: L2Flusher | None = None) -> Timing:
