@@ -22,14 +22,16 @@
 //             per call only where it splits), with its own per-stream workspace (sk_ws, flags);
 //             where the units fill less than one wave the host may launch one block per SM
 //             instead (SK_FILL), and then every unit is shared out by stream-K. v4's deferred
-//             store pass (EPI_DEFER) at 128 x 256 tiles.
+//             store pass (EPI_DEFER) at 128 x 256 tiles. v4's 2-CTA clusters (B multicast) with
+//             edge tiles, taken by the host where K is 16-31 partial k-blocks (CLUSTER_M); the
+//             reduce kernel launched as a programmatic dependent of this one (PDL).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
 //             copy otherwise); the C tensor map also needs N % 8 == 0 and an aligned out.
-// Launch:     1-D grid of min(units, SMs) blocks, or SMs where SK_FILL splits a wave under one
-//             (PERSISTENT=1; one per unit if 0), unit =
-//             (tile, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
+// Launch:     1-D grid of CLUSTER_M x min(units, SMs / CLUSTER_M) blocks, or all SMs where
+//             SK_FILL splits a wave under one (PERSISTENT=1; one per unit if 0), unit =
+//             (CLUSTER_M tiles stacked in M, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
 //             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (at most
 //             MAX_SPLITS splits; AUTO=0:
 //             as given, the split from SPLIT_K); the kernel sees the split as `splits`. The reduce
