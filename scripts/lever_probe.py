@@ -78,6 +78,7 @@ v4 with and without 2-CTA clusters on small grids ("cluster": 1024^3, 1024 x 102
 (The deferred pass activated under the next tile's wgmmas, DEFER_MATH=1, was the "defermath"
   section at commit 391b22b: results/probes/20261130T195241; measured slower, not kept.)
 The split-K reduce kernel as a programmatic dependent launch ("pdl"): PDL=1 against PDL=0
+Decode at M = 64 ("m64"): fewer splits, and 64 x 64 tiles split 2 or 4 ways, beside the rule
 2-CTA clusters in v5 ("cluster5"): CLUSTER_M=2 on the rule's tile and on fixed tiles, small grids
 Judged against float64 where the result is meant to be right; diagnostics are timed only.
     python3 scripts/lever_probe.py --out DIR      ->  DIR/lever-probe.json
@@ -484,6 +485,14 @@ if "pdl" in only:
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192), (1, 4096, 14336),
                   (33, 3000, 4104), (64, 4096, 4096), (128, 2048, 8192), (1, 1000, 1000)]:
         measure(*shape, {"cublas": CUBLAS, "v5": V5, "v5-nopdl": V5.variant(PDL=0)}, {"cublas", "v5", "v5-nopdl"})
+
+if "m64" in only:
+    # Decode at M = 64 (0.80x cuBLAS in results/20261130T203836: 32 tiles of 64 x 128, 8 splits,
+    # 256 units): fewer splits (MAX_SPLITS), and 64 x 64 tiles (twice the tiles) with 2 or 4 splits.
+    for shape in [(64, 4096, 4096), (32, 4096, 4096)]:
+        entries = {"v5-max2": V5.variant(MAX_SPLITS=2), "v5-max4": V5.variant(MAX_SPLITS=4),
+                   "64x64-s2": v5_tile(64, 64, 2), "64x64-s4": v5_tile(64, 64, 4)}
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **entries}, {"cublas", "v5", *entries})
 
 if "cluster5" in only:
     # 2-CTA clusters in v5 (CLUSTER_M=2: B multicast to two vertically adjacent tiles, edge tiles
