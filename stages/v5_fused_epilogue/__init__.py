@@ -305,8 +305,7 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     (streamk_pays, the kernel's own rule), else two null pointers."""
     if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
         return _NULL, _NULL
-    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * \
-        cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count) * (bm // 64)
+    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * call.cfg["CLUSTER_M"] * (bm // 64)
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -340,8 +339,7 @@ def plan(call: Call, kernels) -> list:
     if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and multicasts them to both)
-    cm = cluster_for(m, n, k, call.cfg, call.dev.sm_count)
-    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn // cm, 64),
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
