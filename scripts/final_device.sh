@@ -178,7 +178,18 @@ case ${1:-} in
     run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --publish
     run bench-fused 80 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing"; exit 2 ;;
+  cluster2d)   # (issue 13) clusters along N too (CLUSTER_N: A multicast along a tile row): the
+               # cluster GPU tests, every epilogue and the sanitizers on 2 x 2 clusters of 64 x 128,
+               # then (GPU idle) 2-D clusters against the rule where v5 trails cuBLAS on small grids
+    C22="--set AUTO=0 --set BM=64 --set BN=128 --set STAGES=8 --set CLUSTER_M=2 --set CLUSTER_N=2"
+    run cluster-tests 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k cluster &
+    run v5-verify-c2x2 300 python3 -m stages verify v5_fused_epilogue $C22 --shape 1000x1000x1000 --shape 999x1001x1000 --shape 130x5000x5000 --shape 1x7x13 --shape 65x129x72 --shape 3000x200x1000 --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $C22 --shape 600x1001x1000 --shape 999x1001x1000 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $C22 --shape 600x1001x1000 --shape 999x1001x1000 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $C22 --shape 600x1001x1000 --shape 999x1001x1000 &
+    wait
+    run cluster2d-probe 230 python3 scripts/lever_probe.py --only cluster5 --rounds 3 --small 64x128,64x128-c2,64x128-c1x2,64x128-c2x2,64x128-c2x4,64x128-c4x2,128x128-c1x2,128x128-c2x2 --small-shapes 1000x1000x1000,1024x1024x1000,1000x1000x1024,600x1000x1000,130x5000x5000,1536x1536x4096,512x1024x4096,1000x1000x4096 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -504,12 +504,13 @@ if "cluster5" in only:
     shapes = [tuple(map(int, x.split("x"))) for x in args.small_shapes.split(",") if x] or [
         (1000, 1000, 1000), (1024, 1024, 1024), (1000, 1000, 1024), (1000, 1000, 4096),
         (1536, 1536, 4096), (512, 1024, 4096), (130, 5000, 5000), (999, 1001, 1000)]
-    if args.small:  # named variants only; cN suffixes: CLUSTER_M = N on that fixed tile
+    if args.small:  # named variants only; suffix -cM or -cMxN: CLUSTER_M = M (, CLUSTER_N = N) on that tile
         cl5 = {}
         for name in args.small.split(","):
-            tile, _, cm = name.partition("-c")
+            tile, _, cl = name.partition("-c")
             bm, bn = map(int, tile.split("x"))
-            cl5[name] = v5_tile(bm, bn, CLUSTER_M=int(cm or 1))
+            cm, _, cn = (cl or "1").partition("x")
+            cl5[name] = v5_tile(bm, bn, CLUSTER_M=int(cm), CLUSTER_N=int(cn or 1))
     for shape in shapes:
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **cl5}, {"cublas", "v5", *cl5})
 

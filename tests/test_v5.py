@@ -126,12 +126,14 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
 
 
 def test_no_cluster_build_keeps_the_accumulators_in_local_memory():
-    """CLUSTER_M=2 (a knob) changes only the loads and the buffer release: its builds on three tiles
-    and every C path, with a fused epilogue, checked as above."""
+    """Clusters (CLUSTER_M, CLUSTER_N: knobs) change only the loads and the buffer release: their
+    builds on three tiles and every C path, with a fused epilogue, checked as above."""
     builds = [{"BM": bm, "BN": bn, "STAGES": v5.TILES[(bm, bn)], "A_ROWS": bm, "ACT": 2, "BIAS": 2,
-               "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": int(not partial), "CLUSTER_M": 2}
+               "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": int(not partial),
+               "CLUSTER_M": cm, "CLUSTER_N": cn}
               for bm, bn in ((128, 256), (128, 128), (64, 128))
-              for tma_store, partial in ((1, 0), (0, 0), (0, 1))]
+              for tma_store, partial in ((1, 0), (0, 0), (0, 1))
+              for cm, cn in ((2, 1), (2, 2))]
     bad = [b for b in builds if _local_arrays(b)]
     assert not bad, f"{len(bad)} cluster builds declare local memory, e.g. {bad[:3]}"
 
@@ -181,10 +183,13 @@ def test_the_rule_clusters_only_the_short_partial_k_grids(shape, cm):
     """2-CTA clusters of 64 x 128 tiles where K is 16-31 partial k-blocks and they fill over half
     of one wave (results/probes/20261130T195254 and T195642: 1000^3 12.1-12.5 against 12.9 us);
     the knob, where set, wins over the rule; the launch is a whole number of clusters."""
-    assert v5.cluster_for(*shape, V5.defines, SMS) == cm
-    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, SMS) == 4
+    assert v5.cluster_for(*shape, V5.defines, SMS) == (cm, 1)
+    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, SMS) == (4, 1)
+    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_N": 2}, SMS) == (1, 2)
     launch = v5.geometry(*shape, V5.defines, gpu.REFERENCE_DEVICE)
     assert launch.cluster == (cm, 1, 1) and launch.grid[0] % cm == 0 and launch.grid[0] <= SMS
+    launch = v5.geometry(*shape, {**V5.defines, "CLUSTER_M": 2, "CLUSTER_N": 2}, gpu.REFERENCE_DEVICE)
+    assert launch.cluster == (4, 1, 1) and launch.grid[0] % 4 == 0 and launch.grid[0] <= SMS
 
 
 def test_v5_refuses_the_switches_it_does_not_combine():
@@ -192,8 +197,14 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(CLUSTER_M=3)
     with pytest.raises(ValueError, match="multiple of 8 x CLUSTER_M"):
         V5.variant(AUTO=0, BN=112, STAGES=6, CLUSTER_M=4)
-    with pytest.raises(ValueError, match="CLUSTER_M 1 with SPLIT_FIXUP=1"):
+    with pytest.raises(ValueError, match="CLUSTER_N = 1 with SPLIT_FIXUP=1"):
         V5.variant(CLUSTER_M=2, SPLIT_FIXUP=1)
+    with pytest.raises(ValueError, match="CLUSTER_N = 1 with SPLIT_FIXUP=1"):
+        V5.variant(CLUSTER_N=2, SPLIT_FIXUP=1)
+    with pytest.raises(ValueError, match="CLUSTER_N 1, 2 or 4"):
+        V5.variant(CLUSTER_N=3)
+    with pytest.raises(ValueError, match="portable cluster size"):
+        V5.variant(CLUSTER_M=4, CLUSTER_N=4)
     with pytest.raises(ValueError, match="BM 64 or 128"):
         V5.variant(BM=256)
     with pytest.raises(ValueError, match="STREAMK 0 or 1"):
@@ -241,15 +252,18 @@ def test_the_narrow_tiles_are_right_as_knobs(bm, bn, runnable):
 
 
 @pytest.mark.hopper
-@pytest.mark.parametrize("tile, cm", [("rule", 2), ((128, 128), 2), ((64, 128), 2), ((64, 128), 4), ((128, 256), 4)])
-def test_clusters_are_right_as_a_knob(tile, cm, runnable):
-    """CLUSTER_M=2 or 4 (a knob the rule never picks: README "Clusters"): CTAs on vertically
-    adjacent tiles, each loading a slice of B and multicasting it to all. Edge tiles included: a
-    CTA's tile wholly past M (M <= the tile's rows: decode, (100, 1000, 1000) at 128 rows), odd N
+@pytest.mark.parametrize("tile, cm, cn", [("rule", 2, 1), ((128, 128), 2, 1), ((64, 128), 2, 1), ((64, 128), 4, 1),
+                                          ((128, 256), 4, 1), ("rule", 1, 2), ((64, 128), 2, 2), ((128, 128), 2, 4),
+                                          ((128, 64), 1, 4)])
+def test_clusters_are_right_as_a_knob(tile, cm, cn, runnable):
+    """CLUSTER_M = 2 or 4 and CLUSTER_N = 2 or 4 (knobs; README "Clusters"): CTAs on vertically
+    adjacent tiles each load a slice of B and multicast it down their tile column; along N, of A
+    along their tile row. Edge tiles included: a CTA's tile wholly past M (M <= the tile's rows:
+    decode, (100, 1000, 1000) at 128 rows) or wholly past N (N = 7, 13: one tile column), odd N
     (direct stores), split K (1 x 4096 x 4096) and a stream-K shape (1536 x 3072 x 1024)."""
     st = runnable("v5_fused_epilogue")
-    st = st.variant(CLUSTER_M=cm) if tile == "rule" else \
-        st.variant(AUTO=0, BM=tile[0], BN=tile[1], STAGES=v5.TILES[tile], CLUSTER_M=cm)
+    st = st.variant(CLUSTER_M=cm, CLUSTER_N=cn) if tile == "rule" else \
+        st.variant(AUTO=0, BM=tile[0], BN=tile[1], STAGES=v5.TILES[tile], CLUSTER_M=cm, CLUSTER_N=cn)
     shapes = ODD + [(100, 1000, 1000), (1536, 3072, 1024), (999, 1001, 1000)]
     for case in ("plain", "alpha+bias32+gelu_tanh"):
         bad = verify.failures(verify.sweep(st, shapes, **verify.EPILOGUE_CASES[case]))

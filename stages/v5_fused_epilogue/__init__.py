@@ -14,7 +14,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 # 128 or 256, and AUTO=1: the tile, the ring depth and the split of K are chosen per shape by
 # `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
-          "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1,
+          "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1}
 
@@ -34,8 +34,9 @@ def _decode_rows(m: int) -> int:
 
 
 def a_rows_for(m: int, bm: int, c: dict) -> int:
-    """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile and M <= 32, else BM."""
-    return _decode_rows(m) if c["AUTO"] and bm == 64 else bm
+    """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile and M <= 32, else BM
+    (and BM where A is shared along N by a cluster: its slices are whole tiles' rows)."""
+    return _decode_rows(m) if c["AUTO"] and bm == 64 and c["CLUSTER_N"] == 1 else bm
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -157,11 +158,12 @@ def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, i
     return c["BM"], c["BN"], c["STAGES"], splits
 
 
-def cluster_for(m: int, n: int, k: int, c: dict, sms: int) -> int:
-    """CLUSTER_M for a shape: as configured where it is above 1 or AUTO=0, else the rule's choice."""
-    if c["AUTO"] and c["CLUSTER_M"] == 1:
-        return _auto(m, n, k, sms, c["MAX_SPLITS"])[4]
-    return c["CLUSTER_M"]
+def cluster_for(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
+    """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
+    the rule's choice."""
+    if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
+        return _auto(m, n, k, sms, c["MAX_SPLITS"])[4], 1
+    return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
 def check_config(c: dict) -> None:
@@ -176,7 +178,10 @@ def check_config(c: dict) -> None:
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
         (c["CLUSTER_M"] in (1, 2, 4), "CLUSTER_M 1, 2 or 4 (CTAs on vertically adjacent tiles, each loading BN / CLUSTER_M rows of B and multicasting them to all)"),
         (c["BN"] % (8 * c["CLUSTER_M"]) == 0, "BN a multiple of 8 x CLUSTER_M (each CTA's slice of B whole 1024-byte swizzle atoms)"),
-        (c["CLUSTER_M"] == 1 or not c["SPLIT_FIXUP"], "CLUSTER_M 1 with SPLIT_FIXUP=1 (its counters are per tile, not per CTA of a cluster)"),
+        (c["CLUSTER_N"] in (1, 2, 4), "CLUSTER_N 1, 2 or 4 (CTAs on horizontally adjacent tiles, each loading BM / CLUSTER_N rows of A and multicasting them along the row)"),
+        (c["BM"] % (8 * c["CLUSTER_N"]) == 0, "BM a multiple of 8 x CLUSTER_N (each CTA's slice of A whole 1024-byte swizzle atoms)"),
+        (c["CLUSTER_M"] * c["CLUSTER_N"] <= 8, "CLUSTER_M x CLUSTER_N <= 8 (the portable cluster size)"),
+        (c["CLUSTER_M"] * c["CLUSTER_N"] == 1 or not c["SPLIT_FIXUP"], "CLUSTER_M = CLUSTER_N = 1 with SPLIT_FIXUP=1 (its counters are per tile, not per CTA of a cluster)"),
         (c["STMATRIX"] in (0, 1), "STMATRIX 0 or 1"),
         (c["STREAMK"] in (0, 1), "STREAMK 0 or 1 (1: per call, the kernel splits a last wave where it pays; 0: never)"),
         (c["AUTO"] in (0, 1), "AUTO 0 (the defines as given) or 1 (tile and split chosen by shape)"),
@@ -216,7 +221,8 @@ def defines_for(call: Call) -> dict:
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
-            "STREAMK": streamk, "CLUSTER_M": cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count)}
+            "STREAMK": streamk,
+            **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count)))}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -238,15 +244,15 @@ def epi_defer(m: int, n: int, k: int, c: dict, sms: int) -> int:
 
 
 def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
-    """(units, workers): a unit is a (CLUSTER_M tiles stacked in M, split of K), a worker a
-    cluster of CLUSTER_M blocks; persistent: min(units, SMs / CLUSTER_M) workers, or all of them
+    """(units, workers): a unit is a (CLUSTER_M x CLUSTER_N tiles, split of K), a worker a
+    cluster of that many blocks; persistent: min(units, SMs / cluster) workers, or all of them
     where stream-K shares out a wave that would leave SMs idle (sk_fills)."""
     bm, bn, _, splits = shape_config(m, n, k, c, sms)
-    cm = cluster_for(m, n, k, c, sms)
-    units = cdiv(m, bm * cm) * cdiv(n, bn) * splits
+    cm, cn = cluster_for(m, n, k, c, sms)
+    units = cdiv(m, bm * cm) * cdiv(n, bn * cn) * splits
     if not c["PERSISTENT"]:
         return units, units
-    slots = sms // cm
+    slots = sms // (cm * cn)
     return units, (slots if sk_fills(units, cdiv(k, 64), bm, splits, c, slots) else min(units, slots))
 
 
@@ -267,9 +273,9 @@ def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) 
 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
-    bm, cm = shape_config(m, n, k, c, dev.sm_count)[0], cluster_for(m, n, k, c, dev.sm_count)
-    return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1] * cm, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
-                  cluster=(cm, 1, 1))
+    bm, (cm, cn) = shape_config(m, n, k, c, dev.sm_count)[0], cluster_for(m, n, k, c, dev.sm_count)
+    return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1] * cm * cn, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
+                  cluster=(cm * cn, 1, 1))
 
 
 # Stream-K (v4's last-wave split, kernel.cu "schedule"): the kernel decides per launch which units
@@ -305,7 +311,8 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     (streamk_pays, the kernel's own rule), else two null pointers."""
     if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
         return _NULL, _NULL
-    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * call.cfg["CLUSTER_M"] * (bm // 64)
+    cluster = call.cfg["CLUSTER_M"] * call.cfg["CLUSTER_N"]
+    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * cluster * (bm // 64)
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -338,8 +345,10 @@ def plan(call: Call, kernels) -> list:
     fixup = splits > 1 and call.cfg["SPLIT_FIXUP"]
     if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
-    # (with a cluster each CTA loads BN / CLUSTER_M rows of B and multicasts them to both)
-    args = (tma.tensor_map(a, call.cfg["A_ROWS"], 64), tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64),
+    # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
+    # multicasts them to the CTAs on its tile column and row)
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64),
+            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)

@@ -23,15 +23,16 @@
 //             where the units fill less than one wave the host may launch one block per SM
 //             instead (SK_FILL), and then every unit is shared out by stream-K. v4's deferred
 //             store pass (EPI_DEFER) at 128 x 256 tiles. v4's 2-CTA clusters (B multicast) with
-//             edge tiles, taken by the host where K is 16-31 partial k-blocks (CLUSTER_M); the
+//             edge tiles, taken by the host where K is 16-31 partial k-blocks (CLUSTER_M), and
+//             along N too (CLUSTER_N: A multicast to the CTAs on one tile row); the
 //             reduce kernel launched as a programmatic dependent of this one (PDL).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
 //             copy otherwise); the C tensor map also needs N % 8 == 0 and an aligned out.
-// Launch:     1-D grid of CLUSTER_M x min(units, SMs / CLUSTER_M) blocks, or all SMs where
-//             SK_FILL splits a wave under one (PERSISTENT=1; one per unit if 0), unit =
-//             (CLUSTER_M tiles stacked in M, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
+// Launch:     1-D grid of CLUSTER x min(units, SMs / CLUSTER) blocks (CLUSTER = CLUSTER_M x
+//             CLUSTER_N), or all SMs where SK_FILL splits a wave under one (PERSISTENT=1; one per
+//             unit if 0), unit = (CLUSTER_M x CLUSTER_N tiles, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
 //             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (at most
 //             MAX_SPLITS splits; AUTO=0:
 //             as given, the split from SPLIT_K); the kernel sees the split as `splits`. The reduce
@@ -87,6 +88,18 @@
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define B_SLICE_ROWS (BN / CLUSTER_M)         // rows of B one CTA loads (and multicasts)
 #define B_SLICE_BYTES (B_SLICE_ROWS * BK * 2)
+// Clusters of CLUSTER_M x CLUSTER_N CTAs (rank r: tile row r % CLUSTER_M, tile column r / CLUSTER_M
+// of the unit). CTAs on one tile column share B (each loads BN / CLUSTER_M of its rows and
+// multicasts them down the column); with CLUSTER_N > 1 CTAs on one tile row share A the same way.
+#define CLUSTER (CLUSTER_M * CLUSTER_N)
+#define A_SLICE_ROWS (A_ROWS / CLUSTER_N)     // rows of A one CTA loads (and multicasts)
+#define A_SLICE_BYTES (A_SLICE_ROWS * BK * 2)
+#if CLUSTER_N > 1 && A_ROWS != BM
+#error "CLUSTER_N > 1 needs A_ROWS == BM (A's slices are whole tiles' rows)"
+#endif
+// ranks rm, rm + CLUSTER_M, rm + 2 CLUSTER_M, ...: the CTAs on one tile row (this mask << rm)
+#define A_ROW_MASK (CLUSTER_N == 4 ? 1u | 1u << CLUSTER_M | 1u << 2 * CLUSTER_M | 1u << 3 * CLUSTER_M \
+                                   : 1u | 1u << CLUSTER_M)
 // Epilogue staging (TMA_STORE): per consumer warpgroup 64 rows x EPI_COLS fp16, written as
 // EPI_COLS/64 boxes of 64 x 64 (128-byte rows, 128B swizzle), stored BN/EPI_COLS times per tile.
 #define EPI_COLS (BN < 128 ? BN : BN % 128 ? 64 : 128)   // (192: three passes of 64)
@@ -207,7 +220,7 @@ __device__ __forceinline__ void tma_store_wait_read() {
 __device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // ---- schedule: tile index -> (tile row, tile column) -----------------------------------------
-// Units are the scheduled items: CLUSTER_M vertically adjacent tiles (one per CTA of a cluster).
+// Units are the scheduled items: CLUSTER_M x CLUSTER_N adjacent tiles (one per CTA of a cluster).
 // ORDER 0: row-major. ORDER 1: v3's grouped order, GROUP_M tile rows walked column by column.
 // ORDER 2: the generalized Hilbert curve ("gilbert", J. Cerveny): for any w x h, consecutive
 // indices are neighbouring tiles (a diagonal step only where w or h is odd), so the ~132 tiles
@@ -273,7 +286,7 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 #endif
 }
 
-// ---- schedule: the work list of one worker (a CTA, or a cluster of CLUSTER_M CTAs) ------------
+// ---- schedule: the work list of one worker (a CTA, or a cluster of CLUSTER CTAs) ---------------
 // Units 0 .. dp_units-1 are data-parallel: worker w takes w, w + workers, ... whole. With STREAMK,
 // the last sk_units units (the partial wave, plus one full wave when the partial one is under half
 // full, so that no unit is split more than about three ways; none where the idle part is too small
@@ -656,8 +669,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
 
 
 extern "C" __global__ void
-#if CLUSTER_M > 1
-__cluster_dims__(CLUSTER_M, 1, 1)
+#if CLUSTER > 1
+__cluster_dims__(CLUSTER, 1, 1)
 #endif
 __launch_bounds__(THREADS, 1)
 gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
@@ -677,12 +690,15 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const unsigned full_bar = bias_base + BIAS_BYTES;              // STAGES x 8 bytes
   const unsigned empty_bar = full_bar + STAGES * 8;              // STAGES x 8 bytes
 
-  // A unit is CLUSTER_M tiles stacked in M (CTA `rank` of a cluster takes tile row um * CLUSTER_M
-  // + rank) and one of `splits` ranges of k-blocks; partial tiles at the edges count as tiles.
-  const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M), units_n = (N + BN - 1) / BN;
+  // A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
+  // and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
+  // `splits` ranges of k-blocks; partial tiles at the edges count as tiles.
+  const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
+  const int units_n = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
   const int num_units = units_m * units_n * splits;
-  const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
-  const int worker = blockIdx.x / CLUSTER_M, workers = gridDim.x / CLUSTER_M;
+  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+  [[maybe_unused]] const unsigned rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
+  const int worker = blockIdx.x / CLUSTER, workers = gridDim.x / CLUSTER;
 
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int num_k_tiles = (K + BK - 1) / BK;             // the last one zero-filled past K by TMA
@@ -691,13 +707,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
-      mbar_init(empty_bar + 8 * s, CLUSTER_M * CONSUMERS * 4);       // one arrival per consumer warp, every CTA
+      mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);         // one arrival per consumer warp, every CTA
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
   __syncthreads();
-#if CLUSTER_M > 1
+#if CLUSTER > 1
   cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
 #endif
 
@@ -710,7 +726,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
         unit_coords(unit / splits, units_m, units_n, um, un);
-        const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
+        const int block_m = (um * CLUSTER_M + rm) * BM, block_n = (un * CLUSTER_N + rn) * BN;
         const int split_kt = (unit % splits) * k_tiles_per_split;
         const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
@@ -718,11 +734,18 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           // Lap u > 0 refills buffer s: wait until every consumer warp (of every CTA) released lap u-1.
           if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
           const unsigned a_dst = smem_base + s * STAGE_BYTES;
-          mbar_expect_tx(full_bar + 8 * s, STAGE_BYTES);  // own A + all of B (both halves, with a cluster)
+          mbar_expect_tx(full_bar + 8 * s, STAGE_BYTES);  // all of A and B (every slice, with a cluster)
+#if CLUSTER_N > 1
+          // slice rn of A's rows, to every CTA on this tile row (ranks rm, rm + CLUSTER_M, ...)
+          tma_load_2d_multicast(a_dst + rn * A_SLICE_BYTES, &tmap_a, kt * BK, block_m + rn * A_SLICE_ROWS,
+                                full_bar + 8 * s, A_ROW_MASK << rm);
+#else
           tma_load_2d(a_dst, &tmap_a, kt * BK, block_m, full_bar + 8 * s);
+#endif
 #if CLUSTER_M > 1
-          tma_load_2d_multicast(a_dst + A_BYTES + rank * B_SLICE_BYTES, &tmap_b, kt * BK,
-                                block_n + rank * B_SLICE_ROWS, full_bar + 8 * s, (1u << CLUSTER_M) - 1);
+          // slice rm of B's rows, to every CTA on this tile column (ranks rn * CLUSTER_M ...)
+          tma_load_2d_multicast(a_dst + A_BYTES + rm * B_SLICE_BYTES, &tmap_b, kt * BK,
+                                block_n + rm * B_SLICE_ROWS, full_bar + 8 * s, ((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M));
 #else
           tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s);
 #endif
@@ -733,12 +756,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
     // Release a buffer: one arrival per consumer warp, on this CTA's empty barrier and, with a
-    // cluster, on the peer's (lane r tells CTA r). Per warp, not per warpgroup: wgmma.wait_group
+    // cluster, on every peer's (lane r tells CTA r: with CLUSTER_N > 1 also those on neither this
+    // tile's row nor its column, which write nothing here: one count for all CTAs is simpler). Per warp, not per warpgroup: wgmma.wait_group
     // speaks for the wgmma-groups of the warp that executes it, so one warp returning from it
     // does not show that the other three have finished reading the buffer.
     auto release = [&](unsigned ebar) {
-#if CLUSTER_M > 1
-      if (lane < CLUSTER_M) mbar_arrive_cluster(ebar, lane);
+#if CLUSTER > 1
+      if (lane < CLUSTER) mbar_arrive_cluster(ebar, lane);
 #else
       if (lane == 0) mbar_arrive(ebar);
 #endif
@@ -802,7 +826,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
       unit_coords(unit / splits, units_m, units_n, um, un);
-      const int block_m = (um * CLUSTER_M + rank) * BM, block_n = un * BN;
+      const int block_m = (um * CLUSTER_M + rm) * BM, block_n = (un * CLUSTER_N + rn) * BN;
       const int split = unit % splits, split_kt = split * k_tiles_per_split;
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
@@ -847,7 +871,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // the same registers); flags: one word per slot, 1 = partial ready, reset to 0 by the reader.
       const int tid = threadIdx.x % 128;
       if (ke < k_tiles_per_split) {  // a higher worker finishes this unit: publish the partial sum
-        const int slot = (worker * CLUSTER_M + rank) * CONSUMERS + wg;
+        const int slot = (worker * CLUSTER + rank) * CONSUMERS + wg;
         float4* part = reinterpret_cast<float4*>(sk_ws) + static_cast<size_t>(slot) * (64 * BN / 4);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j)
@@ -862,7 +886,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         const long long unit_first = static_cast<long long>(unit - sch.dp_units) * k_tiles_per_split;
         for (int d = streamk_lower(worker, unit_first, sk_iters, workers); d >= 0;
              d = streamk_lower(d, unit_first, sk_iters, workers)) {
-          const int slot = (d * CLUSTER_M + rank) * CONSUMERS + wg;
+          const int slot = (d * CLUSTER + rank) * CONSUMERS + wg;
           if (tid == 0) {
             while (flag_acquire(flags + slot) != 1) {}
             flags[slot] = 0;  // as the launch found it: the next launch's writer sets it again
@@ -1030,7 +1054,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     if (leader) tma_store_wait_all();  // shared memory must outlive the last store
 #endif
   }
-#if CLUSTER_M > 1
+#if CLUSTER > 1
   cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
 #endif
 }
