@@ -189,7 +189,14 @@ case ${1:-} in
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $C22 --shape 600x1001x1000 --shape 999x1001x1000 &
     wait
     run cluster2d-probe 230 python3 scripts/lever_probe.py --only cluster5 --rounds 3 --small 64x128,64x128-c2,64x128-c1x2,64x128-c2x2,64x128-c2x4,64x128-c4x2,128x128-c1x2,128x128-c2x2 --small-shapes 1000x1000x1000,1024x1024x1000,1000x1000x1024,600x1000x1000,130x5000x5000,1536x1536x4096,512x1024x4096,1000x1000x4096 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d"; exit 2 ;;
+  slots)       # (issue 13) the clusters that fit at once (scripts/cluster_slots_probe.py) and the
+               # persistent grids sized by them (DeviceInfo.clusters): the cluster and schedule tests,
+               # then (GPU idle) clusters of 4 and 8 against pairs where v5 trails cuBLAS
+    run slots-probe 60 python3 scripts/cluster_slots_probe.py --out "$LOGS"
+    run cluster-tests 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py tests/test_gpu.py -k "cluster or schedule or host_rule or gpu" &
+    wait
+    run slots-lever-probe 260 python3 scripts/lever_probe.py --only cluster5 --rounds 3 --small 64x128,64x128-c2,64x128-c1x2,64x128-c2x2,64x128-c4,64x128-c2x4,128x128-c2x2,128x128-c1x2 --small-shapes 1000x1000x1000,1024x1024x1000,1000x1000x1024,999x1001x1000,130x5000x5000,1536x1536x4096,512x1024x4096,1000x1000x4096,700x1001x1500 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

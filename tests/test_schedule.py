@@ -255,30 +255,31 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     from stages.core import gpu
     from stages.core.stage import cdiv
 
-    cfg, sms = stages.get("v5_fused_epilogue").defines, gpu.REFERENCE_DEVICE.sm_count
+    cfg, dev = stages.get("v5_fused_epilogue").defines, gpu.REFERENCE_DEVICE
+    sms = dev.sm_count
     shapes = [(m, n, k) for m in (129, 1000, 2048, 4095, 4096, 8192) for n in (1000, 3328, 4097, 14336)
               for k in (640, 2048, 4104, 8192)]
     rows = []
     for m, n, k in shapes:
-        units, workers = v5._workers(m, n, k, cfg, sms)
-        rows.append((units, workers, cdiv(k, 64), v5.streamk_pays(m, n, k, cfg, sms)))
+        units, workers = v5._workers(m, n, k, cfg, dev)
+        rows.append((units, workers, cdiv(k, 64), v5.streamk_pays(m, n, k, cfg, dev)))
     kernel_splits = kernel_splits_on_host(tmp_path, "v5_fused_epilogue", [r[:3] for r in rows])
     wrong = [s for s, (_, _, _, pays), ks in zip(shapes, rows, kernel_splits) if pays != ks]
     assert not wrong, f"host and kernel disagree on splitting: {wrong}"
     assert sum(r[3] for r in rows) >= 5, "the host rule never splits: the test reaches nothing"
-    assert v5.streamk_pays(8192, 8192, 8192, cfg, sms) and v5.streamk_pays(4095, 4097, 4104, cfg, sms)
-    assert not v5.streamk_pays(4096, 4096, 4096, cfg, sms)      # 116 of 132: too little idle
-    assert v5.streamk_pays(4096, 14336, 4096, cfg, sms)         # 27 idle k-blocks per worker >= 12
-    assert not v5.streamk_pays(1, 4096, 4096, cfg, sms)         # a split of K has its own reduction
+    assert v5.streamk_pays(8192, 8192, 8192, cfg, dev) and v5.streamk_pays(4095, 4097, 4104, cfg, dev)
+    assert not v5.streamk_pays(4096, 4096, 4096, cfg, dev)      # 116 of 132: too little idle
+    assert v5.streamk_pays(4096, 14336, 4096, cfg, dev)         # 27 idle k-blocks per worker >= 12
+    assert not v5.streamk_pays(1, 4096, 4096, cfg, dev)         # a split of K has its own reduction
     # Under one wave (SK_FILL): every SM launched and every unit shared out, or the grid stays
     # min(units, SMs) where too little would be gained.
     for shape in [(384, 3000, 6000), (320, 3500, 12288)]:  # 128 x 128 tiles, >= 32 idle k-blocks per SM
-        assert v5._workers(*shape, cfg, sms)[1] == sms and v5.streamk_pays(*shape, cfg, sms), shape
+        assert v5._workers(*shape, cfg, dev)[1] == sms and v5.streamk_pays(*shape, cfg, dev), shape
     # 8-10 idle k-blocks, and 64-row tiles (measured losses; the rule's 64 x 128 tiles for M > 64
     # included: 128 x 4096 x 4096 and 256 x 4096 x 4096, 64 and 128 of them)
     for shape in [(128, 14336, 4096), (16, 14336, 4096), (1000, 1000, 1000), (40, 8448, 4096), (256, 4096, 4096),
                   (128, 4096, 4096)]:
-        assert v5._workers(*shape, cfg, sms)[1] < sms and not v5.streamk_pays(*shape, cfg, sms), shape
+        assert v5._workers(*shape, cfg, dev)[1] < sms and not v5.streamk_pays(*shape, cfg, dev), shape
     fixed = {**cfg, "AUTO": 0, "BM": 128, "BN": 128, "STAGES": 6}
-    assert v5._workers(129, 7, 4104, {**fixed, "SK_FILL": 1}, sms) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
-    assert v5._workers(384, 3000, 6000, {**cfg, "SK_FILL": 0}, sms) == (72, 72)  # 128 x 128 tiles, no fill
+    assert v5._workers(129, 7, 4104, {**fixed, "SK_FILL": 1}, dev) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
+    assert v5._workers(384, 3000, 6000, {**cfg, "SK_FILL": 0}, dev) == (72, 72)  # 128 x 128 tiles, no fill

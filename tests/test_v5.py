@@ -16,6 +16,7 @@ from stages.tools import verify
 
 V5 = stages.get("v5_fused_epilogue")
 SMS = gpu.REFERENCE_DEVICE.sm_count
+DEV = gpu.REFERENCE_DEVICE
 SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
 
 
@@ -145,10 +146,10 @@ def test_no_cluster_build_keeps_the_accumulators_in_local_memory():
 def test_the_store_pass_is_deferred_only_where_a_block_has_a_next_unit(m, n, k, deferred):
     """EPI_DEFER (kernel.cu): the last store pass waits for the next unit's first k-block, so only
     grids with more units than blocks build it; in one wave it measured slower (epi_defer)."""
-    units, workers = v5._workers(m, n, k, V5.defines, SMS)
+    units, workers = v5._workers(m, n, k, V5.defines, DEV)
     splits = v5.shape_config(m, n, k, V5.defines, SMS)[3]
-    assert v5.epi_defer(m, n, k, V5.defines, SMS) == deferred == int(units > workers and splits == 1)
-    assert v5.epi_defer(m, n, k, {**V5.defines, "EPI_DEFER": 0}, SMS) == 0
+    assert v5.epi_defer(m, n, k, V5.defines, DEV) == deferred == int(units > workers and splits == 1)
+    assert v5.epi_defer(m, n, k, {**V5.defines, "EPI_DEFER": 0}, DEV) == 0
 
 
 class _Arr:
@@ -222,7 +223,7 @@ def test_the_fixup_is_built_only_where_the_kernel_splits(m, n, k):
     call runs the STREAMK=0 build. A STREAMK=0 variant never splits."""
     call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, gpu.REFERENCE_DEVICE,
                 contract.PLAIN)
-    assert v5.defines_for(call)["STREAMK"] == int(v5.streamk_pays(m, n, k, V5.defines, SMS))
+    assert v5.defines_for(call)["STREAMK"] == int(v5.streamk_pays(m, n, k, V5.defines, DEV))
     call.cfg = {**V5.defines, "STREAMK": 0}
     assert v5.defines_for(call)["STREAMK"] == 0
 
@@ -401,7 +402,7 @@ STREAMK_SHAPES = [(4095, 4097, 4104), (1537, 3071, 4104), (2048, 4352, 4100), (1
 
 def test_the_stream_k_shapes_are_split():
     for shape in STREAMK_SHAPES:
-        assert v5.streamk_pays(*shape, V5.defines, SMS), shape
+        assert v5.streamk_pays(*shape, V5.defines, DEV), shape
 
 
 @pytest.mark.hopper

@@ -84,17 +84,69 @@ class DeviceInfo:
     sm_clock_mhz: int
     l2_bytes: int
     smem_optin_bytes: int
+    # How many clusters of 1, 2, 4 and 8 blocks (CLUSTER_SIZES), one block per SM, fit on the GPU
+    # at once. A cluster's blocks run on one GPC, so a GPC of 18 SMs holds four clusters of four,
+    # not four and a half: fewer than sm_count // size where the GPCs' SM counts do not divide.
+    # Empty where unknown (then sm_count // size).
+    cluster_slots: tuple[int, ...] = ()
 
     @property
     def arch(self) -> str:
         return f"sm_{self.cc[0]}{self.cc[1]}"
 
+    def clusters(self, size: int) -> int:
+        """Clusters of `size` blocks (one block per SM: a persistent GEMM's) resident at once: what
+        a persistent grid of clusters may launch without a second wave."""
+        return dict(zip(CLUSTER_SIZES, self.cluster_slots)).get(size, self.sm_count // size)
+
+
+CLUSTER_SIZES = (1, 2, 4, 8)
+
+
+# cuOccupancyMaxActiveClusters on the H200 for clusters of 1, 2, 4 and 8 one-block-per-SM blocks
+# (scripts/cluster_slots_probe.py, results/probes/<TBD>).
+REFERENCE_CLUSTER_SLOTS = (132, 66, 33, 16)
 
 # The device a static report (`inspect`, a notebook with no GPU) plans a launch for: the H200
 # this project is measured on (132 SMs, 227 KiB of opt-in shared memory per block).
 REFERENCE_DEVICE = DeviceInfo(id=-1, name="NVIDIA H200 (reference, no GPU here)", cc=(9, 0),
                               sm_count=132, sm_clock_mhz=1980, l2_bytes=62_914_560,
-                              smem_optin_bytes=232_448)
+                              smem_optin_bytes=232_448, cluster_slots=REFERENCE_CLUSTER_SLOTS)
+
+
+_CLUSTER_PROBE = r'extern "C" __global__ void cluster_slots_probe() {}'
+
+
+def _cluster_slots(device_id: int, smem_optin: int) -> tuple[int, ...]:
+    """cuOccupancyMaxActiveClusters for clusters of CLUSTER_SIZES blocks of 384 threads that each
+    take most of an SM's shared memory (one block per SM), or () where the driver cannot say
+    (no cuda-python, or a GPU without clusters: then DeviceInfo.clusters divides)."""
+    try:
+        from .tma import _driver  # noqa: PLC0415  (tma imports this module)
+        drv, cp = _driver(), cupy()
+        with cp.cuda.Device(device_id):
+            kern = cp.RawKernel(_CLUSTER_PROBE, "cluster_slots_probe")
+            smem = smem_optin - 1024
+            kern.max_dynamic_shared_size_bytes = smem
+            func = drv.CUfunction(kern.kernel.ptr)
+            slots = []
+            for size in CLUSTER_SIZES:
+                attr = drv.CUlaunchAttribute()
+                attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = size, 1, 1
+                config = drv.CUlaunchConfig()
+                config.gridDimX, config.gridDimY, config.gridDimZ = size, 1, 1
+                config.blockDimX, config.blockDimY, config.blockDimZ = 384, 1, 1
+                config.sharedMemBytes = smem
+                config.attrs = [attr]
+                config.numAttrs = 1
+                err, count = drv.cuOccupancyMaxActiveClusters(func, config)
+                if err != drv.CUresult.CUDA_SUCCESS:
+                    return ()
+                slots.append(int(count))
+            return tuple(slots)
+    except Exception:  # noqa: BLE001  (a planning aid: without it the division stands)
+        return ()
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,6 +162,7 @@ def _info(device_id: int) -> DeviceInfo:
         sm_clock_mhz=int(p.get("clockRate", 0)) // 1000,
         l2_bytes=int(p.get("l2CacheSize", 0)),
         smem_optin_bytes=int(p.get("sharedMemPerBlockOptin", 0)),
+        cluster_slots=_cluster_slots(device_id, int(p.get("sharedMemPerBlockOptin", 0))) if p["major"] >= 9 else (),
     )
 
 

@@ -66,7 +66,7 @@ def _workers(m: int, n: int, c: dict, dev) -> tuple[int, int]:
     shared memory), a whole number of clusters."""
     cm = c["CLUSTER_M"]
     units = (m // (c["BM"] * cm)) * (n // c["BN"])
-    return units, (min(units, dev.sm_count // cm) if c["PERSISTENT"] else units)
+    return units, (min(units, dev.clusters(cm)) if c["PERSISTENT"] else units)
 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:

@@ -214,13 +214,13 @@ def defines_for(call: Call) -> dict:
     epi = call.epilogue
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
     # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
-    streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count))
+    streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev))
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(call.m, bm, call.cfg),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
-            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev.sm_count) if tma_c else 0,
+            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0,
             "STREAMK": streamk,
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count)))}
 
@@ -234,25 +234,27 @@ def defines_for(call: Call) -> dict:
 # against 1619.0). With 128 x 128 tiles (one pass, all of it deferred) it lost even there:
 # 2048 x 2048 x 4096 61.4 against 56.4 us, 2048 x 2048 x 1024 21.6 against 20.4
 # (results/probes/20261130T152231 and T152255). So: 128 x 256 tiles only.
-def epi_defer(m: int, n: int, k: int, c: dict, sms: int) -> int:
+def epi_defer(m: int, n: int, k: int, c: dict, dev) -> int:
     """EPI_DEFER for this call: as configured where the tile is 128 x 256 (two store passes),
     some block computes more than one unit and K is not split (split-K partials are stored at
     once), else 0."""
-    units, workers = _workers(m, n, k, c, sms)
-    bm, bn, _, splits = shape_config(m, n, k, c, sms)
+    units, workers = _workers(m, n, k, c, dev)
+    bm, bn, _, splits = shape_config(m, n, k, c, dev.sm_count)
     return c["EPI_DEFER"] if units > workers and splits == 1 and (bm, bn) == (128, 256) else 0
 
 
-def _workers(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
+def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(units, workers): a unit is a (CLUSTER_M x CLUSTER_N tiles, split of K), a worker a
-    cluster of that many blocks; persistent: min(units, SMs / cluster) workers, or all of them
-    where stream-K shares out a wave that would leave SMs idle (sk_fills)."""
+    cluster of that many blocks; persistent: min(units, clusters resident at once) workers
+    (dev.clusters: SMs / cluster where the GPCs allow it), or all of them where stream-K shares
+    out a wave that would leave SMs idle (sk_fills)."""
+    sms = dev.sm_count
     bm, bn, _, splits = shape_config(m, n, k, c, sms)
     cm, cn = cluster_for(m, n, k, c, sms)
     units = cdiv(m, bm * cm) * cdiv(n, bn * cn) * splits
     if not c["PERSISTENT"]:
         return units, units
-    slots = sms // (cm * cn)
+    slots = dev.clusters(cm * cn)
     return units, (slots if sk_fills(units, cdiv(k, 64), bm, splits, c, slots) else min(units, slots))
 
 
@@ -274,7 +276,7 @@ def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
     bm, (cm, cn) = shape_config(m, n, k, c, dev.sm_count)[0], cluster_for(m, n, k, c, dev.sm_count)
-    return Launch(grid=(_workers(m, n, k, c, dev.sm_count)[1] * cm * cn, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
+    return Launch(grid=(_workers(m, n, k, c, dev)[1] * cm * cn, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
                   cluster=(cm * cn, 1, 1))
 
 
@@ -295,10 +297,10 @@ def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
 SK_MIN_IDLE = 12
 
 
-def streamk_pays(m: int, n: int, k: int, c: dict, sms: int) -> bool:
+def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
-    units, workers = _workers(m, n, k, c, sms)
-    splits = shape_config(m, n, k, c, sms)[3]
+    units, workers = _workers(m, n, k, c, dev)
+    splits = shape_config(m, n, k, c, dev.sm_count)[3]
     if units < workers:  # the grid sk_fills chose: every unit is split
         return True
     rem = units % workers
@@ -309,10 +311,10 @@ def streamk_pays(m: int, n: int, k: int, c: dict, sms: int) -> bool:
 def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     """(partials, flags) for v4's stream-K fixup where the kernel splits the last wave
     (streamk_pays, the kernel's own rule), else two null pointers."""
-    if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev.sm_count):
+    if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev):
         return _NULL, _NULL
     cluster = call.cfg["CLUSTER_M"] * call.cfg["CLUSTER_N"]
-    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev.sm_count)[1] * cluster * (bm // 64)
+    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev)[1] * cluster * (bm // 64)
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
