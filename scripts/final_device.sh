@@ -196,7 +196,11 @@ case ${1:-} in
     run cluster-tests 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py tests/test_gpu.py -k "cluster or schedule or host_rule or gpu" &
     wait
     run slots-lever-probe 260 python3 scripts/lever_probe.py --only cluster5 --rounds 3 --small 64x128,64x128-c2,64x128-c1x2,64x128-c2x2,64x128-c4,64x128-c2x4,128x128-c2x2,128x128-c1x2 --small-shapes 1000x1000x1000,1024x1024x1000,1000x1000x1024,999x1001x1000,130x5000x5000,1536x1536x4096,512x1024x4096,1000x1000x4096,700x1001x1500 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots"; exit 2 ;;
+  c2x2)        # (issue 13) where A and B both shared (2 x 2 clusters of 128 x 128) might enter the rule:
+               # the cluster tests, then (GPU idle) 2-D clusters against the rule at small-M, wide shapes
+    run cluster-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k cluster
+    run c2x2-probe 200 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 64x128,128x128,128x128-c2,128x128-c2x2,128x128-c1x2,64x128-c2x2,64x128-c2x4,128x256-c2x2 --small-shapes 130x5000x5000,256x5000x5000,200x4000x4000,130x8192x5000,1000x1000x4104,256x4096x4104,128x14336x4104,130x5000x4096,300x3000x3000,192x6000x2000,129x4097x4104,500x2000x5000 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -63,9 +63,14 @@ def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
 @pytest.mark.parametrize("m", [1, 2, 17, 64, 65, 128, 1000, 4096])
 @pytest.mark.parametrize("n", [1, 7, 128, 1000, 4097, 14336])
 @pytest.mark.parametrize("k", [1, 13, 64, 65, 1000, 4104, 16384])
-def test_every_choice_builds_and_leaves_no_split_empty(m, n, k):
-    bm, bn, stages_, splits = v5.shape_config(m, n, k, V5.defines, SMS)
-    a_rows = v5.a_rows_for(m, bm, V5.defines)
+@pytest.mark.parametrize("cn", [1, 2])
+def test_every_choice_builds_and_leaves_no_split_empty(m, n, k, cn):
+    """Also with A shared along N (CLUSTER_N = 2): whole A tiles in the ring, so not the decode
+    ring's depth (a GPU run of the rule with CLUSTER_N=2 at M = 1 once asked for 280,752 B)."""
+    cfg = {**V5.defines, "CLUSTER_N": cn}
+    bm, bn, stages_, splits = v5.shape_config(m, n, k, cfg, SMS)
+    a_rows = v5.a_rows_for(m, bm, cfg)
+    assert cn == 1 or a_rows == bm
     assert stages_ == (v5.DECODE_RING[a_rows] if a_rows < bm else v5.TILES[(bm, bn)])
     assert a_rows >= min(m, bm), "every row of A that exists has its place in the ring buffer"
     nkt = cdiv(k, 64)

@@ -152,7 +152,10 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
 def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:
     """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
     if c["AUTO"]:
-        return _auto(m, n, k, sms, c["MAX_SPLITS"])[:4]
+        bm, bn, stages, splits = _auto(m, n, k, sms, c["MAX_SPLITS"])[:4]
+        if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
+            stages = min(stages, TILES[(bm, bn)])
+        return bm, bn, stages, splits
     nkt = cdiv(k, 64)
     splits = cdiv(nkt, cdiv(nkt, min(c["SPLIT_K"], nkt)))  # no empty split
     return c["BM"], c["BN"], c["STAGES"], splits
