@@ -200,7 +200,23 @@ case ${1:-} in
                # the cluster tests, then (GPU idle) 2-D clusters against the rule at small-M, wide shapes
     run cluster-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k cluster
     run c2x2-probe 200 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 64x128,128x128,128x128-c2,128x128-c2x2,128x128-c1x2,64x128-c2x2,64x128-c2x4,128x256-c2x2 --small-shapes 130x5000x5000,256x5000x5000,200x4000x4000,130x8192x5000,1000x1000x4104,256x4096x4104,128x14336x4104,130x5000x4096,300x3000x3000,192x6000x2000,129x4097x4104,500x2000x5000 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2"; exit 2 ;;
+  rule2x2)     # (issue 13) 2 x 2 clusters in the rule (K of 64+ partial k-blocks): both suite orders,
+               # every epilogue on the shapes the rule now clusters, the sanitizers on two of them
+    R22="--shape 130x5000x5000 --shape 1000x1000x4104 --shape 128x14336x4104 --shape 384x3000x6000 --shape 200x600x4104 --shape 100x700x4104 --shape 129x4097x4104"
+    run suite-file 360 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 360 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-2x2 330 python3 -m stages verify v5_fused_epilogue $R22 --epilogue all --repeat 2 &
+    run memcheck 250 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x600x4104 --shape 100x700x4104 &
+    run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x600x4104 --shape 100x700x4104 &
+    run synccheck 250 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 200x600x4104 --shape 100x700x4104 &
+    wait ;;
+  rule2x2-perf) # (GPU idle) the rule against the tiles it replaced on shapes it now clusters, some
+               # never measured before the rule was set; then the published benches
+    run rule2x2-probe 150 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 64x128,128x128,128x256 --small-shapes 130x5000x5000,1000x1000x4104,128x14336x4104,130x8192x5000,384x3000x6000,100x8192x4104,200x3000x4104,1000x2000x8200,96x14336x5000,512x4096x4104,1000x1000x1000,300x3000x3000 --out "$LOGS"
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --shape 1000x1000x4104 --publish
+    run bench-fused 90 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

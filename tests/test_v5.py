@@ -42,8 +42,10 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((1000, 1000, 4096), (64, 128, 8, 1)),
     ((128, 2048, 8192), (64, 128, 8, 4)),     # 32 tiles: split, 32 k-blocks each
     ((256, 2048, 8192), (64, 128, 8, 2)),     # 64 tiles: split, 64 k-blocks each
-    ((130, 5000, 5000), (64, 128, 8, 1)),
-    ((384, 3000, 6000), (128, 128, 6, 1)),    # 144 tiles of 64 x 128: two waves
+    ((130, 5000, 5000), (128, 128, 6, 1)),    # K % 64 != 0, 79 k-blocks: 2 x 2 clusters (test below)
+    ((384, 3000, 6000), (128, 256, 4, 1)),    # the same, 128 x 128 clusters over two thirds of the SMs
+    ((128, 14336, 4104), (64, 128, 8, 1)),    # the same, M <= 128
+    ((300, 3000, 3000), (64, 128, 8, 1)),     # 47 k-blocks: no clusters
     ((1024, 1024, 1024), (64, 128, 8, 1)),     # 16 whole k-blocks
     ((1000, 1000, 1024), (64, 128, 8, 1)),
     ((1024, 1024, 1000), (64, 128, 8, 1)),     # 16 k-blocks, the last partial: 2-CTA clusters
@@ -182,18 +184,24 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
     assert (d["ACT"], d["BIAS"]) == (v5.ACT_CODE["gelu_tanh"], 2)
 
 
-@pytest.mark.parametrize("shape, cm", [((1000, 1000, 1000), 2), ((999, 1001, 1000), 2), ((1024, 1024, 1000), 2),
-                                       ((1024, 1024, 1024), 1), ((1000, 1000, 4096), 1), ((1050, 1000, 1000), 1),
-                                       ((1024, 1024, 900), 1), ((16, 14336, 4096), 1), ((4096, 4096, 4096), 1)])
-def test_the_rule_clusters_only_the_short_partial_k_grids(shape, cm):
+@pytest.mark.parametrize("shape, cm, cn", [
+    ((1000, 1000, 1000), 2, 1), ((999, 1001, 1000), 2, 1), ((1024, 1024, 1000), 2, 1),
+    ((1024, 1024, 1024), 1, 1), ((1000, 1000, 4096), 1, 1), ((1050, 1000, 1000), 1, 1),
+    ((1024, 1024, 900), 1, 1), ((16, 14336, 4096), 1, 1), ((4096, 4096, 4096), 1, 1),
+    ((130, 5000, 5000), 2, 2), ((1000, 1000, 4104), 2, 2), ((128, 14336, 4104), 2, 2), ((130, 8192, 5000), 2, 2),
+    ((300, 3000, 3000), 1, 1), ((4095, 4097, 4104), 1, 1), ((3, 1000, 4104), 1, 1), ((130, 5000, 4096), 1, 1)])
+def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     """2-CTA clusters of 64 x 128 tiles where K is 16-31 partial k-blocks and they fill over half
     of one wave (results/probes/20261130T195254 and T195642: 1000^3 12.1-12.5 against 12.9 us);
-    the knob, where set, wins over the rule; the launch is a whole number of clusters."""
-    assert v5.cluster_for(*shape, V5.defines, SMS) == (cm, 1)
+    2 x 2 clusters where K is 64 or more partial k-blocks and 128 x 256 tiles fill under two thirds
+    of a wave (results/probes/20261130T234552: 130 x 5000 x 5000 44.7 -> 39.1 us); the knob, where
+    set, wins over the rule; the launch is a whole number of clusters."""
+    assert v5.cluster_for(*shape, V5.defines, SMS) == (cm, cn)
     assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, SMS) == (4, 1)
     assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_N": 2}, SMS) == (1, 2)
     launch = v5.geometry(*shape, V5.defines, gpu.REFERENCE_DEVICE)
-    assert launch.cluster == (cm, 1, 1) and launch.grid[0] % cm == 0 and launch.grid[0] <= SMS
+    assert launch.cluster == (cm * cn, 1, 1) and launch.grid[0] % (cm * cn) == 0
+    assert launch.grid[0] <= (cm * cn) * gpu.REFERENCE_DEVICE.clusters(cm * cn) <= SMS
     launch = v5.geometry(*shape, {**V5.defines, "CLUSTER_M": 2, "CLUSTER_N": 2}, gpu.REFERENCE_DEVICE)
     assert launch.cluster == (4, 1, 1) and launch.grid[0] % 4 == 0 and launch.grid[0] <= SMS
 

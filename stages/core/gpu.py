@@ -103,9 +103,11 @@ class DeviceInfo:
 CLUSTER_SIZES = (1, 2, 4, 8)
 
 
-# cuOccupancyMaxActiveClusters on the H200 for clusters of 1, 2, 4 and 8 one-block-per-SM blocks
-# (scripts/cluster_slots_probe.py, results/probes/<TBD>).
-REFERENCE_CLUSTER_SLOTS = (132, 66, 33, 16)
+# cuOccupancyMaxActiveClusters on the H200 for clusters of 1, 2, 4 and 8 one-block-per-SM blocks:
+# 30 clusters of four, not 33; 15 of eight, not 16. A grid of 31 clusters of four blocks that each
+# spin 200 us took 411 us, 30 of them 211 us (scripts/cluster_slots_probe.py,
+# results/probes/20261130T234051-nvidia-h200-cluster-slots.json).
+REFERENCE_CLUSTER_SLOTS = (132, 66, 30, 15)
 
 # The device a static report (`inspect`, a notebook with no GPU) plans a launch for: the H200
 # this project is measured on (132 SMs, 227 KiB of opt-in shared memory per block).

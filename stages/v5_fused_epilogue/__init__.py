@@ -106,13 +106,14 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    1000 x 1000 x 4096 widths 112, 96 and 80 all lost to the rule's): these shapes are bound by
 #    the weight stream or by fixed latency, not by the SMs a wave leaves idle.
 N64_MIN_K_TILES = 32
+LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
 
 @functools.lru_cache(maxsize=4096)
-def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int]:
-    """(BM, BN, STAGES, splits, CLUSTER_M) by the rule above."""
+def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int, int]:
+    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) by the rule above."""
     nkt = cdiv(k, 64)
     if m <= 64:
         tiles = cdiv(n, 128)
@@ -120,15 +121,26 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         if 2 * tiles < sms:
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
-        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1
+        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1
 
     # 128 x 192 where its tiles fill 70-100% of one wave, 128 x 128 tiles would need a second, and
     # K is whole k-blocks (rows a multiple of 128 bytes)
     if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms and \
             10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
-        return 128, 192, TILES[(128, 192)], 1, 1
+        return 128, 192, TILES[(128, 192)], 1, 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
-        return 128, 256, TILES[(128, 256)], 1, 1
+        return 128, 256, TILES[(128, 256)], 1, 1, 1
+    if k % 64 and nkt >= LONG_K_TILES:
+        # Rows that are not whole 128-byte lines and a long K: the loads, not the SMs, bound it;
+        # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
+        # copies. M <= 128: 64 x 128 tiles (both tile rows of a cluster hold rows of A); else
+        # 128 x 128 where its clusters fill at most two thirds of the SMs, else 128 x 256 where
+        # those do.
+        if m <= 128:
+            return 64, 128, TILES[(64, 128)], 1, 2, 2
+        for bm, bn in ((128, 128), (128, 256)):
+            if 3 * 4 * cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= 2 * sms:
+                return bm, bn, TILES[(bm, bn)], 1, 2, 2
     tiles = cdiv(m, 64) * cdiv(n, 128)
     if tiles <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
         # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
@@ -139,14 +151,14 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         elif 2 * tiles < sms:
             splits = max(1, min(max_splits, sms // tiles, nkt // 64))
         if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
-            return 64, 64, TILES[(64, 64)], 1, 1
-        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1  # (no empty split)
+            return 64, 64, TILES[(64, 64)], 1, 1, 1
+        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1  # (no empty split)
     if nkt >= 16 and 2 * tiles > sms and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms:
         # A short K of partial rows (K % 64 != 0, 16 to 31 k-blocks) and more than half a wave of
         # 64 x 128 tiles: those tiles in 2-CTA clusters (one wave of them), each CTA loading half
         # of B and multicasting it to both
-        return 64, 128, TILES[(64, 128)], 1, 2
-    return 128, 128, TILES[(128, 128)], 1, 1
+        return 64, 128, TILES[(64, 128)], 1, 2, 1
+    return 128, 128, TILES[(128, 128)], 1, 1, 1
 
 
 def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:
@@ -165,7 +177,7 @@ def cluster_for(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
     """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
     the rule's choice."""
     if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
-        return _auto(m, n, k, sms, c["MAX_SPLITS"])[4], 1
+        return _auto(m, n, k, sms, c["MAX_SPLITS"])[4:6]
     return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
