@@ -19,7 +19,6 @@ import os
 import numpy as np
 
 from stages.core import gpu
-from stages.core.tma import _driver
 from stages.tools import records
 
 SPIN = r'''
@@ -36,7 +35,7 @@ p.add_argument("--spin-us", type=float, default=200.0)
 args = p.parse_args()
 
 cp = gpu.cupy()
-drv = _driver()
+drv = gpu.driver()
 dev = gpu.current()
 kern = cp.RawKernel(SPIN, "spin")
 smem = dev.smem_optin_bytes - 1024

@@ -2,7 +2,6 @@
 refuses a metric (a fake ncu stands in), the no-GPU and no-ncu paths (one line, no record), and
 the Markdown table from a published record."""
 import json
-import os
 import re
 import stat
 import sys

@@ -8,7 +8,6 @@ k-block of every unit exactly once; a stream-K unit's last k-block has exactly o
 workers the owner gathers (`streamk_lower`) are exactly those that computed the rest of the unit,
 all of them lower than the owner (so no wait can depend on a block launched later), and each
 worker publishes at most one partial, as the first stream-K piece of its list (one slot per worker)."""
-import re
 import shutil
 import subprocess
 

@@ -240,5 +240,5 @@ def check_epilogue(bias, alpha, activation, n: int, out, device_id: int, support
             raise ValueError(
                 f"{stage} does not fuse {feature} into its epilogue; "
                 + (f"stages that do: {', '.join(others)}" if others else "no registered stage fuses it yet")
-                + f" (or apply it to the result yourself)")
+                + " (or apply it to the result yourself)")
     return epi

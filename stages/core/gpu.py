@@ -116,6 +116,24 @@ REFERENCE_DEVICE = DeviceInfo(id=-1, name="NVIDIA H200 (reference, no GPU here)"
                               smem_optin_bytes=232_448, cluster_slots=REFERENCE_CLUSTER_SLOTS)
 
 
+@functools.lru_cache(maxsize=1)
+def driver():
+    """cuda-python's CUDA driver API, initialised: tensor maps (tma.py), launches with attributes
+    (pdl.py) and occupancy queries CuPy does not expose."""
+    try:
+        from cuda.bindings import driver as drv  # noqa: PLC0415  (optional until a TMA stage runs)
+    except ImportError:
+        try:
+            from cuda import cuda as drv  # noqa: PLC0415  (cuda-python < 12.6)
+        except ImportError as exc:
+            raise UnsupportedDevice(
+                f"TMA stages need cuda-python (pip install cuda-bindings): {exc}") from None
+    (err,) = drv.cuInit(0)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise UnsupportedDevice(f"cuInit failed: {err}")
+    return drv
+
+
 _CLUSTER_PROBE = r'extern "C" __global__ void cluster_slots_probe() {}'
 
 
@@ -124,8 +142,7 @@ def _cluster_slots(device_id: int, smem_optin: int) -> tuple[int, ...]:
     take most of an SM's shared memory (one block per SM), or () where the driver cannot say
     (no cuda-python, or a GPU without clusters: then DeviceInfo.clusters divides)."""
     try:
-        from .tma import _driver  # noqa: PLC0415  (tma imports this module)
-        drv, cp = _driver(), cupy()
+        drv, cp = driver(), cupy()
         with cp.cuda.Device(device_id):
             kern = cp.RawKernel(_CLUSTER_PROBE, "cluster_slots_probe")
             smem = smem_optin - 1024

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import gpu
-from .tma import _driver
+from .gpu import driver as _driver
 
 
 def _c_value(arg):

@@ -13,34 +13,17 @@ from __future__ import annotations
 
 import collections
 import ctypes
-import functools
 import threading
 
 import numpy as np
 
-from .errors import UnsupportedDevice
 from .gpu import device_of
+from .gpu import driver as _driver  # (a module attribute: tests stand a fake in for it)
 
 _MAX_ENTRIES = 256
 _cache: collections.OrderedDict = collections.OrderedDict()
 _lock = threading.Lock()  # two host threads: a lookup must not race another thread's eviction
 stats = {"encoded": 0, "hits": 0}
-
-
-@functools.lru_cache(maxsize=1)
-def _driver():
-    try:
-        from cuda.bindings import driver  # noqa: PLC0415
-    except ImportError:
-        try:
-            from cuda import cuda as driver  # noqa: PLC0415  (cuda-python < 12.6)
-        except ImportError as exc:
-            raise UnsupportedDevice(
-                f"TMA stages need cuda-python (pip install cuda-bindings): {exc}") from None
-    (err,) = driver.cuInit(0)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise UnsupportedDevice(f"cuInit failed: {err}")
-    return driver
 
 
 def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> np.void:
