@@ -216,7 +216,13 @@ case ${1:-} in
     run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --shape 1000x1000x4104 --publish
     run bench-fused 90 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf"; exit 2 ;;
+  suites2x2)   # both suite orders at the session's code, then (GPU idle) 2 x 2 clusters of 128 x 128
+               # between two thirds of the SMs and the 30 clusters that fit (the rule's threshold)
+    run suite-file 360 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 360 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    wait
+    run threshold-probe 120 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 128x128,128x128-c2x2,128x256-c2x2 --small-shapes 384x3000x6000,384x3500x4104,500x3000x5000,600x2500x4104,256x6000x4104,1000x1000x4104 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
