@@ -222,7 +222,16 @@ case ${1:-} in
     run suite-reversed 360 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     wait
     run threshold-probe 120 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 128x128,128x128-c2x2,128x256-c2x2 --small-shapes 384x3000x6000,384x3500x4104,500x3000x5000,600x2500x4104,256x6000x4104,1000x1000x4104 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2"; exit 2 ;;
+  threshold)   # the rule's 2 x 2 threshold at the clusters that fit (30 of four): the v5 and schedule
+               # tests, every epilogue on the shapes it newly clusters, the sanitizers on a 2 x 2 stream-K fill
+    TH="--shape 1000x2000x8200 --shape 384x3500x4104 --shape 500x3000x5000 --shape 600x2500x4104 --shape 256x6000x4104 --shape 384x3000x6000 --shape 300x600x8200"
+    run v5-tests 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py tests/test_gpu.py &
+    run v5-verify-threshold 300 python3 -m stages verify v5_fused_epilogue $TH --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 300x600x8200 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 300x600x8200 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 300x600x8200 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

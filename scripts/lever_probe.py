@@ -331,7 +331,7 @@ if "ring" in only:
     clean = L2Flusher(dev.l2_bytes, clean=True)
     for shape in [(16, 14336, 4096), (1, 14336, 4096), (32, 14336, 4096), (1, 4096, 4096), (16, 4096, 14336),
                   (8, 2048, 8192), (64, 14336, 4096)]:
-        splits = v5mod.shape_config(*shape, V5.defines, dev.sm_count)[3]
+        splits = v5mod.shape_config(*shape, V5.defines, dev)[3]
         entries = {"cublas": CUBLAS, "v5": V5,
                    "v5-ring8": v5_tile(64, 128, splits)}
         measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, fill flush")

@@ -57,7 +57,7 @@ if args.quick:
     groups = [("big", BIG[:1], V4), ("small_m", SMALL_M[:2], [])]
 for name, shapes, extra in groups:
     for (m, n, k) in shapes:
-        print(f"AUTO {m}x{n}x{k}: BM, BN, STAGES, splits = {mod.shape_config(m, n, k, V5.defines, dev.sm_count)}",
+        print(f"AUTO {m}x{n}x{k}: BM, BN, STAGES, splits = {mod.shape_config(m, n, k, V5.defines, dev)}",
               flush=True)
     if args.skip_tiles:
         continue

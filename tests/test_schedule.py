@@ -272,8 +272,8 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
     assert not v5.streamk_pays(1, 4096, 4096, cfg, dev)         # a split of K has its own reduction
     # Under one wave (SK_FILL): every SM launched and every unit shared out, or the grid stays
     # min(units, SMs) where too little would be gained.
-    for shape in [(384, 3000, 6000), (320, 3500, 12288)]:  # 128-row tiles, >= 32 idle k-blocks per SM
-        cm, cn = v5.cluster_for(*shape, cfg, sms)       # (the first in 2 x 2 clusters: 30 of them fit)
+    for shape in [(384, 3000, 6016), (320, 3500, 12288), (1000, 2000, 8200)]:  # 128-row tiles, >= 32 idle
+        cm, cn = v5.cluster_for(*shape, cfg, dev)  # k-blocks per SM (the last in 2 x 2 clusters: 30 fit)
         assert v5._workers(*shape, cfg, dev)[1] == dev.clusters(cm * cn) and v5.streamk_pays(*shape, cfg, dev), shape
     # 8-10 idle k-blocks, and 64-row tiles (measured losses; the rule's 64 x 128 tiles for M > 64
     # included: 128 x 4096 x 4096 and 256 x 4096 x 4096, 64 and 128 of them)
@@ -282,5 +282,5 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
         assert v5._workers(*shape, cfg, dev)[1] < sms and not v5.streamk_pays(*shape, cfg, dev), shape
     fixed = {**cfg, "AUTO": 0, "BM": 128, "BN": 128, "STAGES": 6}
     assert v5._workers(129, 7, 4104, {**fixed, "SK_FILL": 1}, dev) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
-    assert v5._workers(384, 3000, 6000, {**cfg, "SK_FILL": 0}, dev) == (12, 12)  # 2 x 2 clusters of 128 x 256, no fill
+    assert v5._workers(384, 3000, 6000, {**cfg, "SK_FILL": 0}, dev) == (24, 24)  # 2 x 2 clusters of 128 x 128, no fill
     assert v5._workers(384, 3000, 6000, {**fixed, "SK_FILL": 0}, dev) == (72, 72)  # 128 x 128 tiles, no fill

@@ -43,7 +43,8 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((128, 2048, 8192), (64, 128, 8, 4)),     # 32 tiles: split, 32 k-blocks each
     ((256, 2048, 8192), (64, 128, 8, 2)),     # 64 tiles: split, 64 k-blocks each
     ((130, 5000, 5000), (128, 128, 6, 1)),    # K % 64 != 0, 79 k-blocks: 2 x 2 clusters (test below)
-    ((384, 3000, 6000), (128, 256, 4, 1)),    # the same, 128 x 128 clusters over two thirds of the SMs
+    ((384, 3000, 6000), (128, 128, 6, 1)),    # the same: 24 clusters of four (a measured loss, README)
+    ((1000, 2000, 8200), (128, 256, 4, 1)),   # the same: 32 clusters of 128 x 128 would not fit
     ((128, 14336, 4104), (64, 128, 8, 1)),    # the same, M <= 128
     ((300, 3000, 3000), (64, 128, 8, 1)),     # 47 k-blocks: no clusters
     ((1024, 1024, 1024), (64, 128, 8, 1)),     # 16 whole k-blocks
@@ -59,7 +60,7 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((64, 14336, 4096), (64, 128, 8, 1)),
 ])
 def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
-    assert v5.shape_config(*shape, V5.defines, SMS) == expect
+    assert v5.shape_config(*shape, V5.defines, DEV) == expect
 
 
 @pytest.mark.parametrize("m", [1, 2, 17, 64, 65, 128, 1000, 4096])
@@ -70,7 +71,7 @@ def test_every_choice_builds_and_leaves_no_split_empty(m, n, k, cn):
     """Also with A shared along N (CLUSTER_N = 2): whole A tiles in the ring, so not the decode
     ring's depth (a GPU run of the rule with CLUSTER_N=2 at M = 1 once asked for 280,752 B)."""
     cfg = {**V5.defines, "CLUSTER_N": cn}
-    bm, bn, stages_, splits = v5.shape_config(m, n, k, cfg, SMS)
+    bm, bn, stages_, splits = v5.shape_config(m, n, k, cfg, DEV)
     a_rows = v5.a_rows_for(m, bm, cfg)
     assert cn == 1 or a_rows == bm
     assert stages_ == (v5.DECODE_RING[a_rows] if a_rows < bm else v5.TILES[(bm, bn)])
@@ -154,7 +155,7 @@ def test_the_store_pass_is_deferred_only_where_a_block_has_a_next_unit(m, n, k, 
     """EPI_DEFER (kernel.cu): the last store pass waits for the next unit's first k-block, so only
     grids with more units than blocks build it; in one wave it measured slower (epi_defer)."""
     units, workers = v5._workers(m, n, k, V5.defines, DEV)
-    splits = v5.shape_config(m, n, k, V5.defines, SMS)[3]
+    splits = v5.shape_config(m, n, k, V5.defines, DEV)[3]
     assert v5.epi_defer(m, n, k, V5.defines, DEV) == deferred == int(units > workers and splits == 1)
     assert v5.epi_defer(m, n, k, {**V5.defines, "EPI_DEFER": 0}, DEV) == 0
 
@@ -196,9 +197,9 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     2 x 2 clusters where K is 64 or more partial k-blocks and 128 x 256 tiles fill under two thirds
     of a wave (results/probes/20261130T234552: 130 x 5000 x 5000 44.7 -> 39.1 us); the knob, where
     set, wins over the rule; the launch is a whole number of clusters."""
-    assert v5.cluster_for(*shape, V5.defines, SMS) == (cm, cn)
-    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, SMS) == (4, 1)
-    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_N": 2}, SMS) == (1, 2)
+    assert v5.cluster_for(*shape, V5.defines, DEV) == (cm, cn)
+    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, DEV) == (4, 1)
+    assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_N": 2}, DEV) == (1, 2)
     launch = v5.geometry(*shape, V5.defines, gpu.REFERENCE_DEVICE)
     assert launch.cluster == (cm * cn, 1, 1) and launch.grid[0] % (cm * cn) == 0
     assert launch.grid[0] <= (cm * cn) * gpu.REFERENCE_DEVICE.clusters(cm * cn) <= SMS
@@ -313,7 +314,7 @@ def test_split_k_is_bitwise_repeatable(runnable):
     st = runnable("v5_fused_epilogue")
     cp = gpu.cupy()
     m, n, k = 1, 4096, 4096
-    assert v5.shape_config(m, n, k, st.defines, gpu.current().sm_count)[3] > 1
+    assert v5.shape_config(m, n, k, st.defines, gpu.current())[3] > 1
     a, b = verify.random_operands(m, n, k, 11, cp)
     first = st.gemm(a, b, activation="gelu")
     for _ in range(20):
@@ -327,7 +328,7 @@ SPLIT_SHAPES = [(1, 4096, 4096), (17, 1000, 4104), (33, 3000, 4099), (64, 2048, 
 
 def test_the_split_shapes_are_split():
     for m, n, k in SPLIT_SHAPES:
-        assert v5.shape_config(m, n, k, V5.defines, SMS)[3] > 1, (m, n, k)
+        assert v5.shape_config(m, n, k, V5.defines, DEV)[3] > 1, (m, n, k)
 
 
 @pytest.mark.hopper
@@ -405,12 +406,14 @@ def test_the_in_kernel_split_sum_is_the_reduce_kernels_bit_for_bit(runnable):
 # Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
 # (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch;
 # then waves under one that every SM shares (sk_fills: 128 x 128 tiles, where 64 x 128 ones would
-# need a second wave): with a TMA store, with a direct store (odd N, K % 8 != 0), and a long K
-# (192 k-blocks over 84 units). (Until the rule took 64 x 128 tiles, 128 x 64 ones filled waves at
-# 128 x 4096 x 4096, 200 x 2001 x 4103, 256 x 2048 x 8192 and 128 x 12288 x 8192.)
+# need a second wave): with a TMA store, with a direct store (odd N), a long K (192 k-blocks over
+# 84 units), and in 2 x 2 clusters (1000 x 2000 x 8200: 16 clusters of 128 x 256 shared by all 30).
+# (Until the rule took 64 x 128 tiles, 128 x 64 ones filled waves at 128 x 4096 x 4096,
+# 200 x 2001 x 4103, 256 x 2048 x 8192 and 128 x 12288 x 8192; until it took 2 x 2 clusters where
+# K is long and not whole k-blocks, 384 x 3000 x 6000 and 384 x 3001 x 6003 filled them.)
 STREAMK_SHAPES = [(4095, 4097, 4104), (1537, 3071, 4104), (2048, 4352, 4100), (1280, 5120, 8192),
                   (1281, 5119, 8190),
-                  (384, 3000, 6000), (384, 3001, 6003), (320, 3500, 12288)]
+                  (384, 3000, 6016), (384, 3001, 6016), (320, 3500, 12288), (1000, 2000, 8200)]
 
 
 def test_the_stream_k_shapes_are_split():

@@ -112,8 +112,9 @@ MIN_K_TILES_PER_SPLIT = 4
 
 
 @functools.lru_cache(maxsize=4096)
-def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int, int]:
+def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int, int]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) by the rule above."""
+    sms = dev.sm_count
     nkt = cdiv(k, 64)
     if m <= 64:
         tiles = cdiv(n, 128)
@@ -134,12 +135,12 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
         # Rows that are not whole 128-byte lines and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
         # copies. M <= 128: 64 x 128 tiles (both tile rows of a cluster hold rows of A); else
-        # 128 x 128 where its clusters fill at most two thirds of the SMs, else 128 x 256 where
-        # those do.
+        # 128 x 128 where its clusters fit in one wave of clusters (30 of four on the H200, not
+        # 33: DeviceInfo.clusters), else 128 x 256 where those do.
         if m <= 128:
             return 64, 128, TILES[(64, 128)], 1, 2, 2
         for bm, bn in ((128, 128), (128, 256)):
-            if 3 * 4 * cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= 2 * sms:
+            if cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= dev.clusters(4):
                 return bm, bn, TILES[(bm, bn)], 1, 2, 2
     tiles = cdiv(m, 64) * cdiv(n, 128)
     if tiles <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
@@ -161,10 +162,10 @@ def _auto(m: int, n: int, k: int, sms: int, max_splits: int = MAX_SPLITS) -> tup
     return 128, 128, TILES[(128, 128)], 1, 1, 1
 
 
-def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, int, int]:
+def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, int]:
     """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
     if c["AUTO"]:
-        bm, bn, stages, splits = _auto(m, n, k, sms, c["MAX_SPLITS"])[:4]
+        bm, bn, stages, splits = _auto(m, n, k, dev, c["MAX_SPLITS"])[:4]
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
             stages = min(stages, TILES[(bm, bn)])
         return bm, bn, stages, splits
@@ -173,11 +174,11 @@ def shape_config(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int, i
     return c["BM"], c["BN"], c["STAGES"], splits
 
 
-def cluster_for(m: int, n: int, k: int, c: dict, sms: int) -> tuple[int, int]:
+def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
     the rule's choice."""
     if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
-        return _auto(m, n, k, sms, c["MAX_SPLITS"])[4:6]
+        return _auto(m, n, k, dev, c["MAX_SPLITS"])[4:6]
     return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
@@ -227,7 +228,7 @@ def defines_for(call: Call) -> dict:
     # else. Kernel arguments: alpha, the split count. Each distinct set compiles once (disk
     # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
     epi = call.epilogue
-    bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev.sm_count)
+    bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev)
     # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
     streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev))
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
@@ -237,7 +238,7 @@ def defines_for(call: Call) -> dict:
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0,
             "STREAMK": streamk,
-            **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev.sm_count)))}
+            **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev)))}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -254,7 +255,7 @@ def epi_defer(m: int, n: int, k: int, c: dict, dev) -> int:
     some block computes more than one unit and K is not split (split-K partials are stored at
     once), else 0."""
     units, workers = _workers(m, n, k, c, dev)
-    bm, bn, _, splits = shape_config(m, n, k, c, dev.sm_count)
+    bm, bn, _, splits = shape_config(m, n, k, c, dev)
     return c["EPI_DEFER"] if units > workers and splits == 1 and (bm, bn) == (128, 256) else 0
 
 
@@ -264,8 +265,8 @@ def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     (dev.clusters: SMs / cluster where the GPCs allow it), or all of them where stream-K shares
     out a wave that would leave SMs idle (sk_fills)."""
     sms = dev.sm_count
-    bm, bn, _, splits = shape_config(m, n, k, c, sms)
-    cm, cn = cluster_for(m, n, k, c, sms)
+    bm, bn, _, splits = shape_config(m, n, k, c, dev)
+    cm, cn = cluster_for(m, n, k, c, dev)
     units = cdiv(m, bm * cm) * cdiv(n, bn * cn) * splits
     if not c["PERSISTENT"]:
         return units, units
@@ -290,7 +291,7 @@ def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) 
 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
-    bm, (cm, cn) = shape_config(m, n, k, c, dev.sm_count)[0], cluster_for(m, n, k, c, dev.sm_count)
+    bm, (cm, cn) = shape_config(m, n, k, c, dev)[0], cluster_for(m, n, k, c, dev)
     return Launch(grid=(_workers(m, n, k, c, dev)[1] * cm * cn, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
                   cluster=(cm * cn, 1, 1))
 
@@ -315,7 +316,7 @@ SK_MIN_IDLE = 12
 def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
     units, workers = _workers(m, n, k, c, dev)
-    splits = shape_config(m, n, k, c, dev.sm_count)[3]
+    splits = shape_config(m, n, k, c, dev)[3]
     if units < workers:  # the grid sk_fills chose: every unit is split
         return True
     rem = units % workers
@@ -344,7 +345,7 @@ def plan(call: Call, kernels) -> list:
     SPLIT_FIXUP=0: with 1 the main kernel sums the splits itself]."""
     cp = gpu.cupy()
     m, n, k, epi = call.m, call.n, call.k, call.epilogue
-    bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev.sm_count)
+    bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev)
     steps = []
     a, b, k_run = call.a, call.b, k
     if k % 8 or a.data.ptr % 16 or b.data.ptr % 16:

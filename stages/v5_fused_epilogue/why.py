@@ -96,7 +96,7 @@ QUESTIONS = [
                       f"(every split lost here when measured); {_units(st, 16, 14336, 4096)} blocks, "
                       f"{SMS - _units(st, 16, 14336, 4096)} SMs idle.")),
     ("1 × 4096 × 4096 (one token): into how many splits does the rule divide K?",
-     lambda st, rep: shape_config(1, 4096, 4096, st.defines, SMS)[3],
+     lambda st, rep: shape_config(1, 4096, 4096, st.defines, gpu.REFERENCE_DEVICE)[3],
      lambda st, rep: (f"4096 / 128 = 32 tiles, and 2 × 32 < {SMS}: most SMs would idle. splits = min(8, 64 k-blocks "
                       f"/ 4, ⌈2 × {SMS} / 32⌉ = 9) = 8, so 256 units (8 k-blocks each) on "
                       f"{_units(st, 1, 4096, 4096)} blocks; fp32 partial tiles, summed in order by the "
