@@ -87,6 +87,15 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is line-aligned; L2
 #    traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's 11% (ncu,
 #    results/probes/20261130T163853 and T163911 profiles).
+#  * K of 64 or more k-blocks with a partial last one (rows not whole 128-byte lines), under
+#    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
+#    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
+#    (DeviceInfo.clusters(4): 30 on the H200), else 128 x 256 (results/probes/20261130T234552, set
+#    the rule: 1000 x 1000 x 4104 37.8 -> 29.0 us, 500 x 2000 x 5000 47.7 -> 31.7; every cluster
+#    lost with whole k-blocks and the 2 x 4 win at 300 x 3000 x 3000, 47 k-blocks, was matched by
+#    128 x 128 alone; T235712 checked it on six more shapes, won at five, lost at 384 x 3000 x
+#    6000; T000204 set the 128 x 128 threshold at the clusters that fit: four wins, that one loss,
+#    49.3 against 41.0 us for 128 x 128 alone with the stream-K fill. README "Clusters").
 #  * 128 x 192 (before the 2/3 rule) where its tiles fill 70-100% of one wave and 128 x 128 ones
 #    would need a second: in one wave a tile's time grows with its area (results/probes/
 #    20261130T183536: 1536 x 2048 x 4096 45.7 -> 41.0 us, 2048 x 1536 x 4096 45.7 -> 40.8, 1280 x
