@@ -109,6 +109,35 @@ def test_a_persistent_geometry_sees_the_device():
     assert st.geometry(256, 256, 64, st.defines, gpu.REFERENCE_DEVICE).grid == (2, 1, 1), "never more blocks than tiles"
 
 
+def test_a_persistent_grid_of_clusters_launches_only_the_clusters_that_fit():
+    """DeviceInfo.clusters: the H200 holds 30 clusters of four one-block-per-SM CTAs at once, not
+    132 / 4 = 33 (results/probes/20261130T234051); a grid of 33 ran a second wave. v4 and v5 size
+    their persistent grids of clusters by it; where it is unknown, SMs / size."""
+    ref = gpu.REFERENCE_DEVICE
+    assert [ref.clusters(s) for s in gpu.CLUSTER_SIZES] == [132, 66, 30, 15]
+    unknown = gpu.DeviceInfo(-3, "a GPU whose GPCs nobody asked about", (9, 0), 132, 1980, 0, 232_448)
+    assert [unknown.clusters(s) for s in gpu.CLUSTER_SIZES] == [132, 66, 33, 16]
+    v5 = stages.get("v5_fused_epilogue")
+    four = {**v5.defines, "AUTO": 0, "BM": 128, "BN": 128, "STAGES": 6, "CLUSTER_M": 2, "CLUSTER_N": 2, "SK_FILL": 0}
+    assert v5.geometry(4096, 4096, 4096, four, ref).grid == (4 * 30, 1, 1)
+    assert v5.geometry(4096, 4096, 4096, four, unknown).grid == (4 * 33, 1, 1)
+    v4 = stages.get("v4_swizzle_pipeline")
+    pairs = {**v4.defines, "CLUSTER_M": 2}
+    assert v4.geometry(4096, 4096, 4096, pairs, ref).grid == (132, 1, 1)
+
+
+@pytest.mark.hopper
+def test_the_driver_says_how_many_clusters_fit(runnable):
+    """The query behind DeviceInfo.clusters answers on a Hopper GPU: one cluster of one block per
+    SM, and for each larger size no more than SMs / size (never the fallback, silently)."""
+    runnable("v3_wgmma_tma")
+    dev = gpu.current()
+    assert len(dev.cluster_slots) == len(gpu.CLUSTER_SIZES), "cuOccupancyMaxActiveClusters did not answer"
+    assert dev.clusters(1) == dev.sm_count
+    for size in gpu.CLUSTER_SIZES[1:]:
+        assert 0 < dev.clusters(size) <= dev.sm_count // size
+
+
 def test_a_dependent_launch_packs_its_parameters_as_cupy_would():
     """core/pdl.py (the programmatic dependent launch, through cuda-python): each parameter's
     bytes as the kernel reads them; a Python number, whose width is unknown, is refused."""
