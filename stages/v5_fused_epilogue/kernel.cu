@@ -30,10 +30,11 @@
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
 //             copy otherwise); the C tensor map also needs N % 8 == 0 and an aligned out.
-// Launch:     1-D grid of CLUSTER x min(units, SMs / CLUSTER) blocks (CLUSTER = CLUSTER_M x
-//             CLUSTER_N), or all SMs where SK_FILL splits a wave under one (PERSISTENT=1; one per
-//             unit if 0), unit = (CLUSTER_M x CLUSTER_N tiles, split); THREADS = 128 * (1 + BM / 64); dynamic shared memory gemm_smem_bytes
-//             below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (at most
+// Launch:     1-D grid of CLUSTER x min(units, clusters that fit at once) blocks (CLUSTER =
+//             CLUSTER_M x CLUSTER_N; SMs / CLUSTER or fewer: the host asks the driver), or all of
+//             those where SK_FILL splits a wave under one (PERSISTENT=1; one per unit if 0), unit =
+//             (CLUSTER_M x CLUSTER_N tiles, split); THREADS = 128 * (1 + BM / 64); dynamic shared
+//             memory gemm_smem_bytes below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (at most
 //             MAX_SPLITS splits; AUTO=0:
 //             as given, the split from SPLIT_K); the kernel sees the split as `splits`. The reduce
 //             kernel: 256 threads, one output element per thread per step, grid-stride.
@@ -756,10 +757,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
     // Release a buffer: one arrival per consumer warp, on this CTA's empty barrier and, with a
-    // cluster, on every peer's (lane r tells CTA r: with CLUSTER_N > 1 also those on neither this
-    // tile's row nor its column, which write nothing here: one count for all CTAs is simpler). Per warp, not per warpgroup: wgmma.wait_group
-    // speaks for the wgmma-groups of the warp that executes it, so one warp returning from it
-    // does not show that the other three have finished reading the buffer.
+    // cluster, on every peer's (lane r tells CTA r; with CLUSTER_N > 1 also those on neither this
+    // tile's row nor its column, which write nothing here: one count for all CTAs is simpler).
+    // Per warp, not per warpgroup: wgmma.wait_group speaks for the wgmma-groups of the warp that
+    // executes it, so one warp returning from it does not show that the other three have finished
+    // reading the buffer.
     auto release = [&](unsigned ebar) {
 #if CLUSTER > 1
       if (lane < CLUSTER) mbar_arrive_cluster(ebar, lane);
