@@ -30,7 +30,8 @@
 //             and 4-byte scattered epilogue stores.
 // Requires:   sm_90a (wgmma, setmaxnreg); M % (BM * CLUSTER_M) == 0, N % BN == 0, K % BK == 0
 //             (BK = 64: one 128-byte swizzle row); 16-byte aligned operands.
-// Launch:     1-D grid: min(units, SMs / CLUSTER_M) * CLUSTER_M blocks if PERSISTENT, else one
+// Launch:     1-D grid: min(units, clusters that fit at once) * CLUSTER_M blocks (SMs / CLUSTER_M
+//             on the H200; the host asks the driver) if PERSISTENT, else one
 //             block per unit (a unit = CLUSTER_M tiles stacked in M); THREADS = 384 (3 warpgroups);
 //             dynamic shared memory = STAGES x (BM + BN) x BK fp16 + the epilogue staging tile
 //             (TMA_STORE) + 1 KiB alignment slack + barriers: gemm_smem_bytes below. Sizes and
