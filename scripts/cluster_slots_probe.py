@@ -46,15 +46,7 @@ params = (ctypes.c_void_p * 1)(ctypes.addressof(ns))
 
 
 def launch(size: int, clusters: int) -> None:
-    attr = drv.CUlaunchAttribute()
-    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = size, 1, 1
-    config = drv.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = size * clusters, 1, 1
-    config.blockDimX, config.blockDimY, config.blockDimZ = 384, 1, 1
-    config.sharedMemBytes = smem
-    config.attrs = [attr]
-    config.numAttrs = 1
+    config = gpu.cluster_launch_config(size, clusters, 384, smem)
     config.hStream = drv.CUstream(cp.cuda.get_current_stream().ptr)
     (err,) = drv.cuLaunchKernelEx(config, func, ctypes.addressof(params), 0)
     assert err == drv.CUresult.CUDA_SUCCESS, err

@@ -137,6 +137,22 @@ def driver():
 _CLUSTER_PROBE = r'extern "C" __global__ void cluster_slots_probe() {}'
 
 
+def cluster_launch_config(size: int, clusters: int, threads: int, smem: int):
+    """A cuda-python CUlaunchConfig for `clusters` clusters of `size` blocks of `threads` threads
+    and `smem` bytes of dynamic shared memory (the caller sets hStream to launch it)."""
+    drv = driver()
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = size, 1, 1
+    config = drv.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = size * clusters, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+    config.sharedMemBytes = smem
+    config.attrs = [attr]
+    config.numAttrs = 1
+    return config
+
+
 def _cluster_slots(device_id: int, smem_optin: int) -> tuple[int, ...]:
     """cuOccupancyMaxActiveClusters for clusters of CLUSTER_SIZES blocks of 384 threads that each
     take most of an SM's shared memory (one block per SM), or () where the driver cannot say
@@ -150,16 +166,7 @@ def _cluster_slots(device_id: int, smem_optin: int) -> tuple[int, ...]:
             func = drv.CUfunction(kern.kernel.ptr)
             slots = []
             for size in CLUSTER_SIZES:
-                attr = drv.CUlaunchAttribute()
-                attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = size, 1, 1
-                config = drv.CUlaunchConfig()
-                config.gridDimX, config.gridDimY, config.gridDimZ = size, 1, 1
-                config.blockDimX, config.blockDimY, config.blockDimZ = 384, 1, 1
-                config.sharedMemBytes = smem
-                config.attrs = [attr]
-                config.numAttrs = 1
-                err, count = drv.cuOccupancyMaxActiveClusters(func, config)
+                err, count = drv.cuOccupancyMaxActiveClusters(func, cluster_launch_config(size, 1, 384, smem))
                 if err != drv.CUresult.CUDA_SUCCESS:
                     return ()
                 slots.append(int(count))
