@@ -11,6 +11,12 @@ peak: 132 SMs x 4096 dense fp16 FLOP per SM per clock (989.4 TFLOP/s / (132 x 18
 datasheet's figure at its boost clock) x the median sampled clock.
 
     python3 scripts/clock_probe.py --out DIR      ->  DIR/clock-probe.json
+
+--cases STAGE[,NAME=VALUE...]:MxNxK[:EPILOGUE];... picks other launches, e.g.
+"v5_fused_epilogue:4096x4096x4096:bias+gelu_tanh;v5_fused_epilogue,EPI_OVERLAP=2,STREAMK=0:4096x4096x4096:bias+gelu_tanh"
+(EPILOGUE: bias, bias+ACTIVATION or ACTIVATION; a float16 bias, alpha 1). Each row also gives the
+energy of one launch, the median board power times the time per launch: where the board holds its
+power limit, a launch that needs more energy takes longer whatever overlaps what.
 """
 import argparse
 import json
@@ -33,24 +39,44 @@ FIELDS = "clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_eve
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
 p.add_argument("--seconds", type=float, default=2.5)
+p.add_argument("--cases", default="v5_fused_epilogue:8192x8192x8192;cublas:8192x8192x8192;"
+                                  "v5_fused_epilogue:4096x4096x4096;cublas:4096x4096x4096")
+p.add_argument("--modes", default="loop,bench")
 args = p.parse_args()
+
+
+def parse_case(text):
+    """(stage, label, (m, n, k), gemm keywords) of one --cases entry."""
+    parts = text.split(":")
+    name, *sets = parts[0].split(",")
+    st = stages.get(name)
+    if sets:
+        st = st.variant(**{k: int(v) for k, v in (x.split("=") for x in sets)})
+    m, n, k = (int(x) for x in parts[1].lower().split("x"))
+    kw = {}
+    if len(parts) > 2 and parts[2] != "plain":
+        terms = parts[2].split("+")
+        if "bias" in terms:
+            kw["bias"] = cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32).astype(cp.float16)
+        kw["activation"] = next((t for t in terms if t != "bias"), None)
+    return st, text, (m, n, k), kw
+
 
 cp = gpu.cupy()
 dev = gpu.current()
 smi = shutil.which("nvidia-smi")
 flush = L2Flusher(dev.l2_bytes)
 rows = []
-for name, (m, n, k) in [("v5_fused_epilogue", (8192, 8192, 8192)), ("cublas", (8192, 8192, 8192)),
-                        ("v5_fused_epilogue", (4096, 4096, 4096)), ("cublas", (4096, 4096, 4096))]:
-    st = stages.get(name)
+for st, case, (m, n, k), kw in [parse_case(c) for c in args.cases.split(";") if c]:
+    name = st.name
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
     out = cp.empty((m, n), cp.float16)
-    run = st.prepare(a, b, out)
+    run = st.prepare(a, b, out, **kw)
     for _ in range(20):
         run()
     cp.cuda.get_current_stream().synchronize()
-    for mode in ("loop", "bench"):
-        gemm_s = 0.0015 if m == 8192 else 0.0002
+    for mode in args.modes.split(","):
+        gemm_s = 2 * m * n * k / 700e12
         per = max(1, int(args.seconds / (gemm_s if mode == "loop" else gemm_s + 0.0001)))
         sampler = subprocess.Popen([smi, f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits", "-lms", "50"],
                                    stdout=subprocess.PIPE, text=True) if smi else None
@@ -80,10 +106,11 @@ for name, (m, n, k) in [("v5_fused_epilogue", (8192, 8192, 8192)), ("cublas", (8
         clk = float(np.median([s["sm_mhz"] for s in busy])) if busy else None
         tf = tflops(m, n, k, ms)
         peak = 132 * FLOP_PER_SM_CLOCK * clk * 1e6 / 1e12 if clk else None
-        row = {"stage": name, "m": m, "n": n, "k": k, "mode": mode, "launches": per, "ms_per_launch": ms, "tflops": tf,
+        power = float(np.median([s["power_w"] for s in busy])) if busy else None
+        row = {"stage": name, "case": case, "m": m, "n": n, "k": k, "mode": mode, "launches": per, "ms_per_launch": ms, "tflops": tf,
                "sm_mhz_median": clk, "sm_mhz_min": min((s["sm_mhz"] for s in busy), default=None),
                "sm_mhz_max": max((s["sm_mhz"] for s in busy), default=None),
-               "power_w_median": float(np.median([s["power_w"] for s in busy])) if busy else None,
+               "power_w_median": power, "mj_per_launch": power * ms if power else None,
                "power_limit_w": busy[0]["power_limit_w"] if busy else None,
                "temp_c_max": max((s["temp_c"] for s in busy), default=None),
                "reasons_seen": sorted({s["reasons"] for s in busy}),

@@ -160,6 +160,46 @@ def test_the_store_pass_is_deferred_only_where_a_block_has_a_next_unit(m, n, k, 
     assert v5.epi_defer(m, n, k, {**V5.defines, "EPI_DEFER": 0}, DEV) == 0
 
 
+def _overlap_builds():
+    """EPI_OVERLAP's builds (128 x 256, TMA store, STREAMK=0): every activation with an fp16 bias at
+    EPI_OVERLAP=2, the plain GEMM and the erf gelu (the most registers) at 1, 2 and 3."""
+    base = {"BM": 128, "BN": 256, "STAGES": 4, "A_ROWS": 128, "TMA_STORE": 1, "PARTIAL": 0,
+            "STREAMK": 0, "EPI_DEFER": 0}
+    cases = {(act, 1, 2) for act in v5.ACT_CODE.values()} | {(act, bias, d) for act, bias in ((0, 0), (2, 2))
+                                                          for d in (1, 2, 3)}
+    return [{**base, "ACT": act, "BIAS": bias, "EPI_OVERLAP": d} for act, bias, d in sorted(cases)]
+
+
+def test_the_overlapped_epilogue_keeps_the_wgmmas_asynchronous():
+    """EPI_OVERLAP runs one column half's epilogue while the other half's wgmmas are in flight. That
+    only happens if ptxas keeps them asynchronous: it says so when it does not (C7511: "wgmma
+    serialized"; C7517: "warpgroup.wait is injected", here before the epilogue), as it did while
+    the two halves were one m64n256k16 register tuple in the mainloop, and at the unit's head
+    without the explicit wait for nothing. No local memory, no spills."""
+    for extra in _overlap_builds():
+        compiled = V5.compile("sm_90a", extra)
+        notes = [ln.strip() for ln in compiled.log.splitlines() if "C75" in ln]
+        assert not notes, (extra, notes)
+        assert ".local" not in compiled.ptx, extra
+        spills = [ln for ln in compiled.log.splitlines() if "spill stores" in ln]
+        assert spills and all(" 0 bytes spill stores, 0 bytes spill loads" in ln for ln in spills), (extra, spills)
+
+
+@pytest.mark.parametrize("m, n, k, overlap", [
+    (4096, 4096, 4096, 2), (4096, 4096, 1024, 2), (2048, 2048, 4096, 2), (2500, 2056, 777, 2),
+    (4096, 4096, 192, 0),                 # 3 k-blocks: fewer than 2 x EPI_OVERLAP
+    (8192, 8192, 8192, 0), (4096, 14336, 4096, 0),  # the kernel splits their last wave by stream-K
+    (1000, 1000, 1000, 0), (128, 14336, 4096, 0), (1, 4096, 4096, 0)])  # other tiles, split K
+def test_the_overlap_is_built_only_where_every_unit_is_a_whole_128_by_256_tile(m, n, k, overlap):
+    """epi_overlap: EPI_OVERLAP as configured (2 here) only for 128 x 256 tiles with no split of K,
+    no stream-K and at least 2 x EPI_OVERLAP k-blocks; defines_for then builds no EPI_DEFER."""
+    cfg = {**V5.defines, "EPI_OVERLAP": 2}
+    assert v5.epi_overlap(m, n, k, cfg, DEV) == overlap
+    assert v5.epi_overlap(m, n, k, V5.defines, DEV) == 0  # shipped: off (measured slower)
+    d = V5.variant(EPI_OVERLAP=2).defines_for(Call(None, None, _Arr(0), m, n, k, cfg, DEV))
+    assert d["EPI_OVERLAP"] == overlap and (d["EPI_DEFER"] == 0 or not overlap)
+
+
 class _Arr:
     def __init__(self, ptr):
         self.data = type("D", (), {"ptr": ptr})()
@@ -226,6 +266,8 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(STREAMK=2)
     with pytest.raises(ValueError, match="EPI_DEFER"):
         V5.variant(EPI_DEFER=3)
+    with pytest.raises(ValueError, match="EPI_OVERLAP 0, 1, 2 or 3"):
+        V5.variant(EPI_OVERLAP=4)
 
 
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
@@ -282,6 +324,21 @@ def test_clusters_are_right_as_a_knob(tile, cm, cn, runnable):
     shapes = ODD + [(100, 1000, 1000), (1536, 3072, 1024), (999, 1001, 1000)]
     for case in ("plain", "alpha+bias32+gelu_tanh"):
         bad = verify.failures(verify.sweep(st, shapes, **verify.EPILOGUE_CASES[case]))
+        assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
+@pytest.mark.parametrize("overlap", [1, 2, 3])
+def test_the_overlapped_epilogue_is_right_as_a_knob(overlap, runnable):
+    """EPI_OVERLAP=1, 2, 3 with STREAMK=0 (so that it is built): several units per block (3001 x 4096
+    x 1000: 384 tiles on 132 SMs; 1000 x 8192 x 392: 7 k-blocks, the least EPI_OVERLAP=3 allows),
+    edge tiles in M and a partial last k-block, K % 8 != 0 (a padded copy), one wave (2048 x 2048 x
+    1024: no head, only the tail's turn), every epilogue case."""
+    st = runnable("v5_fused_epilogue").variant(EPI_OVERLAP=overlap, STREAMK=0)
+    shapes = [(3001, 4096, 1000), (1000, 8192, 392), (2500, 2056, 777), (2048, 2048, 1024)]
+    assert all(v5.epi_overlap(*s, st.defines, gpu.REFERENCE_DEVICE) == overlap for s in shapes)
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, shapes, **kw))
         assert not bad, "\n".join(bad)
 
 

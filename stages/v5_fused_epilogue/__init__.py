@@ -16,7 +16,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1}
+          "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -213,6 +213,7 @@ def check_config(c: dict) -> None:
         (c["SPLIT_K"] >= 1, "SPLIT_K >= 1"),
         (c["SK_FILL"] >= 0, "SK_FILL >= 0 (0: never launch more blocks than units)"),
         (c["EPI_DEFER"] in (0, 1, 2), "EPI_DEFER 0, 1 or 2 (the k-block of the next unit after which the last store pass runs)"),
+        (c["EPI_OVERLAP"] in (0, 1, 2, 3), "EPI_OVERLAP 0, 1, 2 or 3 (the k-blocks at each end of a 128 x 256 unit under which the other column half's epilogue runs)"),
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
@@ -241,12 +242,13 @@ def defines_for(call: Call) -> dict:
     # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
     streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev))
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
+    overlap = epi_overlap(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0
     return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(call.m, bm, call.cfg),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
-            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0,
-            "STREAMK": streamk,
+            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c and not overlap else 0,
+            "EPI_OVERLAP": overlap, "STREAMK": streamk,
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev)))}
 
 
@@ -268,12 +270,27 @@ def epi_defer(m: int, n: int, k: int, c: dict, dev) -> int:
     return c["EPI_DEFER"] if units > workers and splits == 1 and (bm, bn) == (128, 256) else 0
 
 
+# EPI_OVERLAP (kernel.cu): a 128 x 256 tile's two column halves take turns, so that each half's
+# epilogue runs while the other half's wgmmas do. It needs every unit whole (no split of K, no
+# stream-K: the halves meet at the unit's first and last EPI_OVERLAP k-blocks, 2 x EPI_OVERLAP of
+# them at least) and the TMA store.
+def epi_overlap(m: int, n: int, k: int, c: dict, dev) -> int:
+    """EPI_OVERLAP for this call: as configured where the tile is 128 x 256, K is not split, the
+    kernel splits no unit by stream-K and K has at least 2 x EPI_OVERLAP k-blocks, else 0."""
+    d = c["EPI_OVERLAP"]
+    if not d:
+        return 0
+    bm, bn, stages, splits = shape_config(m, n, k, c, dev)
+    ok = (bm, bn) == (128, 256) and splits == 1 and d < stages and cdiv(k, 64) >= 2 * d \
+        and not streamk_pays(m, n, k, c, dev)
+    return d if ok else 0
+
+
 def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(units, workers): a unit is a (CLUSTER_M x CLUSTER_N tiles, split of K), a worker a
     cluster of that many blocks; persistent: min(units, clusters resident at once) workers
     (dev.clusters: SMs / cluster where the GPCs allow it), or all of them where stream-K shares
     out a wave that would leave SMs idle (sk_fills)."""
-    sms = dev.sm_count
     bm, bn, _, splits = shape_config(m, n, k, c, dev)
     cm, cn = cluster_for(m, n, k, c, dev)
     units = cdiv(m, bm * cm) * cdiv(n, bn * cn) * splits

@@ -132,7 +132,24 @@
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
-#define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL)  // (the direct-store and split-K paths store at once)
+// EPI_OVERLAP=d > 0 (128 x 256 tiles, TMA store, no split of K, no stream-K; the host's
+// epi_overlap): the epilogue's math runs while the tensor cores work. A tile's accumulators are
+// two halves of 128 columns (acc[0..63], acc[64..127]; wgmma m64n128k16 on each, B's rows 0-127
+// and 128-255). The last d k-blocks issue half 0's wgmmas first, then half 1's as one group: half
+// 0's epilogue (alpha, bias, activation, store) runs while half 1's are in flight. Half 1 waits
+// in its registers for the next unit, whose first d k-blocks issue half 0's wgmmas only: half 1's
+// epilogue runs under those, then the same d k-blocks' half-1 wgmmas catch up. Between the two
+// ends a k-block is one m64n256k16 as before. The d buffers at each end are held until both
+// halves have read them (d < STAGES), and no register is added: each half's epilogue works on
+// the half of acc the running wgmmas do not touch.
+#ifndef EPI_OVERLAP
+#define EPI_OVERLAP 0
+#endif
+#define OVERLAP EPI_OVERLAP
+#if OVERLAP && (BN != 256 || BM != 128 || !TMA_STORE || PARTIAL || STREAMK || OVERLAP >= STAGES)
+#error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
+#endif
+#define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -668,6 +685,19 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
 #endif
 }
 
+#if OVERLAP
+// Half H of a 64 x 256 tile (EPI_OVERLAP): columns 128 H .. 128 H + 127, i.e. acc[64 H .. 64 H + 63]
+// (m64n256's chunk j is acc[4j ..], so the halves are contiguous) and B's rows 128 H .. (16 KiB in),
+// for one k-block (BK / 16 wgmmas); `first`: the unit's first k-block (scale-d = 0 on its first).
+template <int H>
+__device__ __forceinline__ void wgmma_half(float (&d)[BN / 2], unsigned a_tile, unsigned b_tile, bool first) {
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk)
+    wgmma_m64n128k16(*reinterpret_cast<float(*)[64]>(d + 64 * H), smem_desc(a_tile + kk * 32),
+                     smem_desc(b_tile + H * 128 * BK * 2 + kk * 32), !first || kk != 0);
+}
+#endif
+
 
 extern "C" __global__ void
 #if CLUSTER > 1
@@ -704,6 +734,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int num_k_tiles = (K + BK - 1) / BK;             // the last one zero-filled past K by TMA
   const int k_tiles_per_split = (num_k_tiles + splits - 1) / splits;  // the host keeps none empty
+#if OVERLAP
+  if (num_k_tiles < 2 * OVERLAP) __trap();  // the host builds EPI_OVERLAP only where K is long enough
+#endif
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -824,6 +857,39 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
+#if OVERLAP
+    int rel = 0;                   // buffers released so far (in order: every k-block below rel)
+    int pend_x = -1, pend_y = 0;   // half 1 of the last tile, waiting in acc[64..127]: its place in C
+    auto release_to = [&](int upto) {
+      for (; rel < upto; ++rel) release(empty_bar + 8 * (rel % STAGES));
+    };
+    auto a_at = [&](int i) { return smem_base + (i % STAGES) * STAGE_BYTES + wg * 64 * BK * 2; };
+    auto b_at = [&](int i) { return smem_base + (i % STAGES) * STAGE_BYTES + A_BYTES; };
+#endif
+#if TMA_STORE && !PARTIAL
+    // One store pass of the fused epilogue: chunks pass * EPI_COLS / 8 .. of acc fused (alpha, the
+    // staged bias, the activation), rounded to fp16 (h[2 jj] row g, h[2 jj + 1] row g + 8) and
+    // stored to columns x .. of rows y .. y + 63 of C.
+    auto epi_pass = [&](const int pass, int x, int y) {
+      fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4);
+      unsigned h[EPI_COLS / 4];
+#pragma unroll
+      for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
+        const int j = pass * (EPI_COLS / 8) + jj;
+        h[2 * jj] = pack_half2(acc[4 * j], acc[4 * j + 1]);
+        h[2 * jj + 1] = pack_half2(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+#if DEFER
+      if (pass == BN / EPI_COLS - 1) {  // staged and stored during the next unit's first k-blocks
+#pragma unroll
+        for (int i = 0; i < EPI_COLS / 4; ++i) deferred[i] = h[i];
+        deferred_x = x; deferred_y = y;
+        return;
+      }
+#endif
+      store_pass(h, x, y);
+    };
+#endif
     Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
     for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
@@ -840,7 +906,33 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         bias_reg[i] = bias_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
 #endif
 
-      for (int kt = kt0; kt < kt1; ++kt, ++it) {
+      int kt = kt0, kt_end = kt1;
+#if OVERLAP
+      // ---- overlap, head: half 0 of the first OVERLAP k-blocks, the last tile's half 1 epilogue
+      // under them, then half 1 of the same k-blocks (their buffers held until then) -----------
+      // (Every unit has all num_k_tiles >= 2 OVERLAP k-blocks: no split, no stream-K; the loops at
+      // both ends are unrolled, which ptxas needs to keep the wgmmas asynchronous.)
+      const int it0 = it;
+      wgmma_wait<0>();  // (nothing is in flight here; without it ptxas waits for half 0 below)
+      if (pend_x >= 0) {
+#pragma unroll
+        for (int j = 0; j < OVERLAP; ++j) {
+          mbar_wait(full_bar + 8 * ((it0 + j) % STAGES), ((it0 + j) / STAGES) & 1);
+          wgmma_fence();
+          wgmma_half<0>(acc, a_at(it0 + j), b_at(it0 + j), j == 0);
+        }
+        wgmma_commit();
+        epi_pass(1, pend_x, pend_y);
+        pend_x = -1;
+        wgmma_fence();  // acc[64..127] was just written by the epilogue
+#pragma unroll
+        for (int j = 0; j < OVERLAP; ++j) wgmma_half<1>(acc, a_at(it0 + j), b_at(it0 + j), j == 0);
+        wgmma_commit();
+        kt += OVERLAP; it += OVERLAP;
+      }
+      kt_end = kt1 - OVERLAP;  // the last OVERLAP k-blocks: the tail, below
+#endif
+      for (; kt < kt_end; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(full_bar + 8 * s, (it / STAGES) & 1);  // k-block it has landed
 
@@ -848,9 +940,16 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         const unsigned a_tile = smem_base + s * STAGE_BYTES + wg * 64 * BK * 2;
         const unsigned b_tile = smem_base + s * STAGE_BYTES + A_BYTES;
         wgmma_fence();  // accumulator registers are about to be read and written asynchronously
+#if OVERLAP
+        // (two m64n128k16 per step here too: one m64n256k16 would make the two halves one register
+        // tuple to ptxas, and it would then wait for both before either half's epilogue)
+        wgmma_half<0>(acc, a_tile, b_tile, kt == kt0);
+        wgmma_half<1>(acc, a_tile, b_tile, kt == kt0);
+#else
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk)
           wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
+#endif
         wgmma_commit();
 #if DEFER
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
@@ -861,10 +960,34 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         wgmma_wait<1>();
 
         // ---- load: release k-block it-1's buffer to the producer(s) -----------------------------
+#if OVERLAP
+        release_to(it);  // (and the head's, held until their half 1 was issued)
+#else
         if (kt > kt0) release(empty_bar + 8 * ((it - 1) % STAGES));
+#endif
       }
+#if OVERLAP
+      // ---- overlap, tail: half 0 of the last OVERLAP k-blocks, then half 1 of them as one group;
+      // once half 0 is complete its epilogue runs (below) while half 1's wgmmas do ---------------
+      const int it_tail = it;
+#pragma unroll
+      for (int j = 0; j < OVERLAP; ++j) {
+        mbar_wait(full_bar + 8 * ((it_tail + j) % STAGES), ((it_tail + j) / STAGES) & 1);
+        wgmma_fence();
+        wgmma_half<0>(acc, a_at(it_tail + j), b_at(it_tail + j), false);
+      }
+      wgmma_commit();
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < OVERLAP; ++j) wgmma_half<1>(acc, a_at(it_tail + j), b_at(it_tail + j), false);
+      wgmma_commit();
+      kt += OVERLAP; it += OVERLAP;
+      wgmma_wait<1>();        // everything but half 1 of the tail
+      release_to(it_tail);
+#else
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
+#endif
 
 #if STREAMK && !PARTIAL
       // ---- stream-K fixup: a unit split over workers is stored by the one holding its last
@@ -909,7 +1032,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // 8j + 2t and 8j + 2t + 1: acc[4j..4j+1] (row g), acc[4j+2..4j+3] (row g+8).
       [[maybe_unused]] const int warp_in_group = (threadIdx.x % 128) / 32;
       [[maybe_unused]] const int g = lane / 4;  // (the stmatrix path addresses by lane instead)
-      const int t = lane % 4;
+      [[maybe_unused]] const int t = lane % 4;
 #if PARTIAL
       {
         const int row = block_m + wg * 64 + warp_in_group * 16 + g;
@@ -992,24 +1115,15 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
 #if TMA_STORE
       static_for<0, BN / EPI_COLS>([&](const int pass) {
-        fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, t);
-        // This pass's EPI_COLS / 8 chunks, rounded to fp16: h[2 jj] row g, h[2 jj + 1] row g + 8.
-        unsigned h[EPI_COLS / 4];
-#pragma unroll
-        for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
-          const int j = pass * (EPI_COLS / 8) + jj;
-          h[2 * jj] = pack_half2(acc[4 * j], acc[4 * j + 1]);
-          h[2 * jj + 1] = pack_half2(acc[4 * j + 2], acc[4 * j + 3]);
-        }
-#if DEFER
-        if (pass == BN / EPI_COLS - 1) {  // staged and stored during the next unit's first k-blocks
-#pragma unroll
-          for (int i = 0; i < EPI_COLS / 4; ++i) deferred[i] = h[i];
-          deferred_x = block_n + pass * EPI_COLS; deferred_y = block_m + wg * 64;
+#if OVERLAP
+        if (pass == 1) {  // half 1, whose wgmmas ran under pass 0: it waits for the next unit's head
+          wgmma_wait<0>();
+          release_to(it);
+          pend_x = block_n + EPI_COLS; pend_y = block_m + wg * 64;
           return;
         }
 #endif
-        store_pass(h, block_n + pass * EPI_COLS, block_m + wg * 64);
+        epi_pass(pass, block_n + pass * EPI_COLS, block_m + wg * 64);
       });
 #else
       // Direct stores (TMA_STORE=0: C has no tensor map, N % 8 != 0 or a misaligned out): any N,
@@ -1051,6 +1165,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     }
 #if DEFER
     flush_deferred();  // the last tile's last pass
+#endif
+#if OVERLAP
+    if (pend_x >= 0) epi_pass(1, pend_x, pend_y);  // the last tile's half 1
 #endif
 #if TMA_STORE && !PARTIAL
     if (leader) tma_store_wait_all();  // shared memory must outlive the last store

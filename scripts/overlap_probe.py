@@ -1,0 +1,190 @@
+"""EPI_OVERLAP (v5 kernel.cu): a 128 x 256 tile's two column halves take turns at its ends, so that
+each half's epilogue (alpha, bias, activation, store) runs while the other half's wgmmas do.
+
+Every variant below is first judged against float64 (fresh inputs, NaN-poisoned output), then all
+of a shape's variants are timed in interleaved rounds (clock drift cancels; each row is the median
+of rounds x reps samples, the L2 flushed before each):
+  v5          shipped
+  v5-dp       STREAMK=0 (where the shipped build splits a last wave by stream-K, overlap cannot run)
+  ovlD        EPI_OVERLAP=D (D = 1, 2, 3 k-blocks at each end), STREAMK as shipped: where the
+              rule splits by stream-K the kernel is the shipped one
+  ovlD-dp     EPI_OVERLAP=D with STREAMK=0: the overlap wherever the tile is 128 x 256
+  cublas / torch_addmm_gelu / torch_linear: the baselines of the issue's goals, same operands
+The kernels are compiled first, in parallel processes (NVRTC, the disk cache), so that the GPU
+time goes to running them.
+    python3 scripts/overlap_probe.py --out DIR   ->  DIR/overlap-probe.json
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import secrets
+import sys
+import time
+
+import numpy as np
+
+import stages
+from stages.core import compiler, contract, gpu
+from stages.core.stage import Call
+from stages.tools import records, verify
+from stages.tools.timing import L2Flusher, time_gpu, tflops
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+p.add_argument("--reps", type=int, default=10)
+p.add_argument("--rounds", type=int, default=4)
+p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192,4096x14336x4096,4096x4096x1024,2048x2048x4096")
+p.add_argument("--epilogues", default="plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu")
+p.add_argument("--variants", default="v5,v5-dp,ovl1-dp,ovl2-dp,ovl3-dp")
+p.add_argument("--verify-shapes", default="3001x4096x1000,2500x2056x777,4095x4096x4104,1000x8192x392",
+               help="odd shapes (128 x 256 tiles, several per CTA) verified for every variant and epilogue")
+p.add_argument("--repeat", type=int, default=2, help="fresh-input repeats of the odd-shape checks")
+p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+args = p.parse_args()
+
+V5 = stages.get("v5_fused_epilogue")
+
+
+def variant(name):
+    if name == "v5":
+        return V5
+    kw = {}
+    if name.endswith("-dp"):
+        kw["STREAMK"] = 0
+        name = name[:-3]
+    if name.startswith("ovl"):
+        kw["EPI_OVERLAP"] = int(name[3:])
+    return V5.variant(**kw)
+
+
+def parse_shape(s):
+    return tuple(int(x) for x in s.lower().split("x"))
+
+
+def epilogue(label, n, cp, rng):
+    """(kwargs for gemm, contract.Epilogue) of a label: plain, bias, bias+<activation>."""
+    if label == "plain":
+        return {}, contract.PLAIN
+    parts = label.split("+")
+    bias = rng.standard_normal(n, dtype=cp.float32).astype(cp.float16) if "bias" in parts else None
+    act = next((x for x in parts if x != "bias"), None)
+    return ({"bias": bias, "alpha": 1.0, "activation": act}, contract.Epilogue(bias, 1.0, act))
+
+
+class _Out:  # what defines_for reads of `out`: an aligned pointer
+    class data:
+        ptr = 0
+
+
+def defines_of(stage, m, n, k, epi, dev):
+    call = Call(None, None, _Out, m, n, k, stage.defines, dev, epi)
+    return {**stage.defines, **stage.defines_for(call)}
+
+
+def _compile(job):
+    source, name, arch, defines = job
+    t0 = time.time()
+    compiler.compile_cubin(source, name, arch, defines)
+    return time.time() - t0
+
+
+cp = gpu.cupy()
+dev = gpu.current()
+arch = gpu.compile_arch(dev, V5.requires)
+rng = cp.random.default_rng(secrets.randbits(63))
+shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
+vshapes = [parse_shape(s) for s in args.verify_shapes.split(",") if s]
+labels = args.epilogues.split(",")
+names = args.variants.split(",")
+stages_by_name = {nm: variant(nm) for nm in names}
+
+# ---- compile everything first, in parallel ---------------------------------------------------
+jobs = {}
+for (m, n, k) in shapes + vshapes:
+    for label in labels:
+        _, epi = epilogue(label, n, cp, rng)
+        for st in stages_by_name.values():
+            d = defines_of(st, m, n, k, epi, dev)
+            jobs[tuple(sorted(d.items()))] = (st.code(), st.base_name, arch, d)
+t0 = time.time()
+with cf.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    secs = list(pool.map(_compile, jobs.values()))
+print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s ({max(secs):.0f} s the longest)", flush=True)
+
+rows, checks = [], []
+flush = L2Flusher(dev.l2_bytes)
+BASE = {"plain": ["cublas"], "bias+gelu_tanh": ["torch_addmm_gelu", "torch_linear"]}
+try:
+    import torch  # noqa: F401
+    torch_ok = True
+except Exception:  # noqa: BLE001
+    torch_ok = False
+
+# ---- odd shapes: every variant and epilogue judged, fresh inputs each repeat --------------------
+for (m, n, k) in vshapes:
+    for label in labels:
+        for _ in range(args.repeat):
+            kw, epi = epilogue(label, n, cp, rng)
+            a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
+            ref, mag = verify.reference(a, b, cp, epi)
+            for nm, st in stages_by_name.items():
+                out = cp.full((m, n), float("nan"), cp.float16)
+                st.gemm(a, b, out, **kw)
+                cp.cuda.get_current_stream().synchronize()
+                chk = verify.judge_output(verify.Check(nm, m, n, k, 0), out, ref, mag, cp)
+                checks.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": nm,
+                               "overlap": defines_of(st, m, n, k, epi, dev)["EPI_OVERLAP"],
+                               "passed": bool(chk.passed), "reason": chk.reason})
+    bad = [c for c in checks if not c["passed"] and (c["m"], c["n"], c["k"]) == (m, n, k)]
+    print(f"verify {m}x{n}x{k}: {'all passed' if not bad else f'{len(bad)} FAILED'}", flush=True)
+    cp.get_default_memory_pool().free_all_blocks()
+
+# ---- timing -------------------------------------------------------------------------------------
+for (m, n, k) in shapes:
+    for label in labels:
+        kw, epi = epilogue(label, n, cp, rng)
+        a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
+        ref, mag = verify.reference(a, b, cp, epi)
+        out = cp.empty((m, n), cp.float16)
+        entries = {nm: stages_by_name[nm] for nm in names}
+        for base in BASE.get(label, ["torch_linear"] if label != "plain" else []):
+            if base == "cublas" or torch_ok:
+                entries[base] = stages.get(base)
+        runs, verdict, ovl = {}, {}, {}
+        for nm, st in entries.items():
+            try:
+                run = st.prepare(a, b, out, **kw)
+            except Exception as exc:  # noqa: BLE001
+                verdict[nm] = f"unavailable: {type(exc).__name__}: {str(exc)[:120]}"
+                continue
+            out.fill(float("nan"))
+            run()
+            cp.cuda.get_current_stream().synchronize()
+            chk = verify.judge_output(verify.Check(nm, m, n, k, 0), out, ref, mag, cp)
+            verdict[nm] = "ok" if chk.passed else "FAIL " + chk.reason
+            if nm in stages_by_name:
+                ovl[nm] = defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
+            runs[nm] = run
+        samples = {nm: [] for nm in runs}
+        for _ in range(args.rounds):
+            for nm, run in runs.items():
+                samples[nm] += time_gpu(run, reps=args.reps, flush=flush).ms
+        med = {nm: float(np.median(s)) for nm, s in samples.items()}
+        for nm, ms in med.items():
+            rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": nm, "ms_median": ms,
+                         "tflops": tflops(m, n, k, ms), "samples": len(samples[nm]),
+                         "check": verdict[nm], "overlap": ovl.get(nm)})
+        print(f"{m}x{n}x{k} {label}: " + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items())
+              + "  | " + " ".join(f"{nm}:{c}" for nm, c in verdict.items() if c != "ok"), flush=True)
+        del a, b, ref, mag, out
+        cp.get_default_memory_pool().free_all_blocks()
+
+path = os.path.join(args.out, "overlap-probe.json")
+with open(path, "w") as f:
+    json.dump({"kind": "overlap-probe", "env": records.environment(),
+               "settings": {"reps": args.reps, "rounds": args.rounds, "variants": names, "repeat": args.repeat},
+               "checks": checks, "rows": rows}, f, indent=1)
+failed = [c for c in checks if not c["passed"]] + [r for r in rows if r["check"] not in ("ok",)]
+print(f"wrote {path}; {len(checks)} odd-shape checks, {len(failed)} failures or unavailable", flush=True)
+sys.exit(1 if failed else 0)
