@@ -1,21 +1,22 @@
 """Does a warpgroup's own math run while its wgmmas are in flight? (v5 README, "Open questions":
 the fused epilogue's cost, and EPI_OVERLAP.)
 
-One warpgroup per block issues 64 wgmma.mma_async m64n256k16 (fp16 in, fp32 accumulators, both
-operands in shared memory in the 128-byte swizzle, random values), commits them as one group, then
-runs a fixed amount of arithmetic on other registers, then waits for the group
+One warpgroup per block issues W (4, 8, 16, 64) wgmma.mma_async m64n256k16 (fp16 in, fp32
+accumulators, both operands in shared memory in the 128-byte swizzle, random values), commits them
+as one group, then runs arithmetic on other registers, then waits for the group
 (wgmma.wait_group 0); 20 such rounds per launch. Timed with clock64 inside the block (SM
 cycles per round, the median over blocks):
 
   mma        the wgmmas alone (issue, then wait)
-  fma        the arithmetic alone: 8 independent chains of fmaf per thread
-  mufu       the arithmetic alone, as the epilogue's: x / (1 + 2^-x) per step (ex2.approx and
-             rcp.approx: two MUFU and a few FMA-pipe instructions)
-  mma+fma    the wgmmas issued, then the fmaf arithmetic, then the wait
-  mma+mufu   the same with the MUFU arithmetic
+  arith      the arithmetic alone, sized to about mma's cycles on the same grid: "fma", 8
+             independent chains of fmaf per thread, or "mufu", the epilogue's kind of work,
+             x / (1 + 2^-x) per step (ex2.approx and rcp.approx: two MUFU and a few FMA-pipe
+             instructions)
+  both       the wgmmas issued, then the arithmetic, then the wait
 
-If the tensor cores work while the warps compute, mma+X takes about max(mma, X) cycles; if not,
-about mma + X. Run on one block (one SM, far from the board's power limit) and on one block per SM
+If the tensor cores work while the warps compute, both takes about max(mma, arith) cycles; if
+not, about mma + arith. hidden_cycles = mma + arith - both, per W: how much of a warpgroup's own
+work runs while its wgmmas do. Run on one block (one SM, far from the board's power limit) and on one block per SM
 (all SMs at once, as a GEMM runs).
 
 Run on an H100/H200: PYTHONPATH=. python3 probes/wgmma_overlap.py   (needs CuPy)
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -110,42 +112,46 @@ overlap(const __half* __restrict__ src, float* __restrict__ sink, long long* __r
 """.replace("{ACC}", "{" + ACC + "}").replace("ACC_OUT", ACC_OUT)
 
 ROUNDS = 20  # per launch; cycles are per round
+WGMMA_COUNTS = (4, 8, 16, 64)  # wgmmas in the group (m64n256k16: ~130 cycles each at full rate)
 
 
 def main() -> int:
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
-    wgmmas, reps = 64, 7
-    mod = cp.RawModule(code=SRC, options=("-arch=sm_90a", "-std=c++17", f"-DWGMMAS={wgmmas}"))
-    fn = mod.get_function("overlap")
-    smem = 40 * 1024 + 1024
-    fn.max_dynamic_shared_size_bytes = smem
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    reps = 7
     rng = np.random.default_rng()
     src = cp.asarray(rng.standard_normal((64 + 256) * 64).astype(np.float16))
-    results = {"wgmmas": wgmmas, "sms": sms, "rows": []}
-    for blocks in (1, sms):
-        sink = cp.empty(blocks * 128, cp.float32)
-        cycles = cp.empty(blocks, cp.int64)
-        def run(mode, iters):
-            fn((blocks,), (128,), (src, sink, cycles, np.int32(mode), np.int32(iters), np.int32(ROUNDS)),
-               shared_mem=smem)
-            cp.cuda.get_current_stream().synchronize()
-            return float(np.median(cycles.get()))
-        for _ in range(3):
-            run(1, 0)
-        mma_cyc = np.median([run(1, 0) for _ in range(reps)])
-        # the arithmetic sized to about the wgmmas' time, measured alone on this grid
-        for kind, bit in (("fma", 2), ("mufu", 4)):
-            per_iter = (run(bit, 2000) - run(bit, 1000)) / 1000
-            iters = max(1, int(mma_cyc / per_iter))
-            row = {"blocks": blocks, "arith": kind, "iters": iters}
-            for label, mode in (("mma", 1), (kind, bit), (f"mma+{kind}", 1 | bit)):
-                row[label] = float(np.median([run(mode, iters) for _ in range(reps)]))
-            row["sum"] = row["mma"] + row[kind]
-            row["max"] = max(row["mma"], row[kind])
-            row["hidden_fraction"] = (row["sum"] - row[f"mma+{kind}"]) / min(row["mma"], row[kind])
-            results["rows"].append(row)
-            print(json.dumps(row), flush=True)
+    smem = 40 * 1024 + 1024
+    results = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "rounds": ROUNDS, "rows": []}
+    for wgmmas in WGMMA_COUNTS:
+        mod = cp.RawModule(code=SRC, options=("-arch=sm_90a", "-std=c++17", f"-DWGMMAS={wgmmas}"))
+        fn = mod.get_function("overlap")
+        fn.max_dynamic_shared_size_bytes = smem
+        for blocks in (1, sms):
+            sink = cp.empty(blocks * 128, cp.float32)
+            cycles = cp.empty(blocks, cp.int64)
+
+            def run(mode, iters):
+                fn((blocks,), (128,), (src, sink, cycles, np.int32(mode), np.int32(iters), np.int32(ROUNDS)),
+                   shared_mem=smem)
+                cp.cuda.get_current_stream().synchronize()
+                return float(np.median(cycles.get()))
+            for _ in range(3):
+                run(1, 0)
+            mma_cyc = np.median([run(1, 0) for _ in range(reps)])
+            # the arithmetic sized to about the wgmmas' time, measured alone on this grid
+            for kind, bit in (("fma", 2), ("mufu", 4)):
+                per_iter = (run(bit, 400) - run(bit, 200)) / 200
+                iters = max(1, int(round(mma_cyc / per_iter)))
+                row = {"wgmmas": wgmmas, "blocks": blocks, "arith": kind, "iters": iters}
+                for label, mode in (("mma", 1), ("arith", bit), ("both", 1 | bit)):
+                    row[label] = float(np.median([run(mode, iters) for _ in range(reps)]))
+                row["hidden_cycles"] = row["mma"] + row["arith"] - row["both"]
+                row["hidden_fraction"] = row["hidden_cycles"] / min(row["mma"], row["arith"])
+                results["rows"].append(row)
+                print(json.dumps(row), flush=True)
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "wgmma_overlap.json"), "w") as f:
