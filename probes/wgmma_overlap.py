@@ -145,7 +145,7 @@ def main() -> int:
             for kind, bit in (("fma", 2), ("mufu", 4)):
                 per_iter = (run(bit, 400) - run(bit, 200)) / 200
                 iters = max(1, int(round(mma_cyc / per_iter)))
-                row = {"wgmmas": wgmmas, "blocks": blocks, "arith": kind, "iters": iters}
+                row = {"wgmmas": wgmmas, "blocks": blocks, "kind": kind, "iters": iters}
                 for label, mode in (("mma", 1), ("arith", bit), ("both", 1 | bit)):
                     row[label] = float(np.median([run(mode, iters) for _ in range(reps)]))
                 row["hidden_cycles"] = row["mma"] + row["arith"] - row["both"]

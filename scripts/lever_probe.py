@@ -170,7 +170,7 @@ v4_variants = {
 v4_judged = {"v4", "v4-dp", "v4-9c65b8b", "v4-peel", "v4-s3e256", "v4-dbl64", "v4-u2", "v4-i0", "v4-borrow",
              "v4-pp", "v4-pp4", "v4-pp-c2", "v4-128", "v4-defer", "v4-defer-dp", "v4-defer2", "v4-defer-u2", "v4-nodefer"}
 
-KLOOP5 = "      for (int kt = kt0; kt < kt1; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"
+KLOOP5 = "      for (; kt < kt_end; ++kt, ++it) {\n        const int s = it % STAGES;\n        mbar_wait(full_bar"
 V5any = dataclasses.replace(V5, check_config=lambda c: None)
 v5_variants = {
     "v5": V5,
