@@ -22,7 +22,9 @@
 //             per call only where it splits), with its own per-stream workspace (sk_ws, flags);
 //             where the units fill less than one wave the host may launch one block per SM
 //             instead (SK_FILL), and then every unit is shared out by stream-K. v4's deferred
-//             store pass (EPI_DEFER) at 128 x 256 tiles. v4's 2-CTA clusters (B multicast) with
+//             store pass (EPI_DEFER) at 128 x 256 tiles (EPI_OVERLAP, a knob measured slower:
+//             the tile's column halves taking turns so that each one's epilogue runs under the
+//             other's wgmmas). v4's 2-CTA clusters (B multicast) with
 //             edge tiles, taken by the host where K is 16-31 partial k-blocks (CLUSTER_M), and
 //             along N too (CLUSTER_N: A multicast to the CTAs on one tile row); the
 //             reduce kernel launched as a programmatic dependent of this one (PDL).
@@ -139,9 +141,12 @@
 // 0's epilogue (alpha, bias, activation, store) runs while half 1's are in flight. Half 1 waits
 // in its registers for the next unit, whose first d k-blocks issue half 0's wgmmas only: half 1's
 // epilogue runs under those, then the same d k-blocks' half-1 wgmmas catch up. Between the two
-// ends a k-block is one m64n256k16 as before. The d buffers at each end are held until both
-// halves have read them (d < STAGES), and no register is added: each half's epilogue works on
-// the half of acc the running wgmmas do not touch.
+// ends a k-block is two m64n128k16 (one m64n256k16 would be one register tuple to ptxas, which
+// would then wait for both halves before either's epilogue). The d buffers at each end are held
+// until both halves have read them (d < STAGES), and no register is added: each half's epilogue
+// works on the half of acc the running wgmmas do not touch. A knob, default 0: measured slower
+// (README "Open questions": a warpgroup runs only a few hundred cycles of its own arithmetic
+// under its wgmmas, probes/wgmma_overlap.py; results/probes/20261201T024629).
 #ifndef EPI_OVERLAP
 #define EPI_OVERLAP 0
 #endif
