@@ -116,6 +116,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    the weight stream or by fixed latency, not by the SMs a wave leaves idle.
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
+PAIR_MIN_K_TILES = 1  # k-blocks from which partial-line rows take 2-CTA clusters at 128 x 256
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
@@ -139,7 +140,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
             10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
         return 128, 192, TILES[(128, 192)], 1, 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
-        return 128, 256, TILES[(128, 256)], 1, 1, 1
+        # Rows that are not whole 128-byte lines (K % 64 != 0): every 128-byte row of a box spans
+        # two lines, and the loads, not the tensor cores, bound the tile; 2-CTA clusters share B.
+        pair = k % 64 != 0 and nkt >= PAIR_MIN_K_TILES
+        return 128, 256, TILES[(128, 256)], 1, 2 if pair else 1, 1
     if k % 64 and nkt >= LONG_K_TILES:
         # Rows that are not whole 128-byte lines and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
