@@ -231,7 +231,18 @@ case ${1:-} in
     run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 300x600x8200 &
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 300x600x8200 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold"; exit 2 ;;
+  pairs)       # (issue 13, 2026-12-01) 2-CTA clusters for 128 x 256 grids whose K rows are not whole
+               # lines: both suite orders and the sanitizers on two such shapes (one with odd N),
+               # then (GPU idle) v5's shapes published, the misaligned large ones among them
+    PR="--shape 1408x2048x200 --shape 1401x2049x136"
+    run suite-file 330 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 330 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $PR &
+    run racecheck 300 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $PR &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $PR &
+    wait
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --shape 1000x1000x4104 --shape 4096x4096x4104 --shape 3000x3000x3000 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -248,12 +248,16 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
     ((1024, 1024, 1024), 1, 1), ((1000, 1000, 4096), 1, 1), ((1050, 1000, 1000), 1, 1),
     ((1024, 1024, 900), 1, 1), ((16, 14336, 4096), 1, 1), ((4096, 4096, 4096), 1, 1),
     ((130, 5000, 5000), 2, 2), ((1000, 1000, 4104), 2, 2), ((128, 14336, 4104), 2, 2), ((130, 8192, 5000), 2, 2),
-    ((300, 3000, 3000), 1, 1), ((4095, 4097, 4104), 1, 1), ((3, 1000, 4104), 1, 1), ((130, 5000, 4096), 1, 1)])
+    ((300, 3000, 3000), 1, 1), ((3, 1000, 4104), 1, 1), ((130, 5000, 4096), 1, 1),
+    ((4095, 4097, 4104), 2, 1), ((4096, 4096, 4104), 2, 1), ((8192, 8192, 520), 2, 1), ((3000, 3000, 3000), 2, 1),
+    ((8192, 8192, 8192), 1, 1), ((2048, 2048, 4096), 1, 1)])
 def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     """2-CTA clusters of 64 x 128 tiles where K is 16-31 partial k-blocks and they fill over half
     of one wave (results/probes/20261130T195254 and T195642: 1000^3 12.1-12.5 against 12.9 us);
     2 x 2 clusters where K is 64 or more partial k-blocks and 128 x 256 tiles fill under two thirds
-    of a wave (results/probes/20261130T234552: 130 x 5000 x 5000 44.7 -> 39.1 us); the knob, where
+    of a wave (results/probes/20261130T234552: 130 x 5000 x 5000 44.7 -> 39.1 us); 2-CTA clusters
+    of 128 x 256 tiles where K % 64 != 0 and they fill two thirds of a wave or more
+    (results/probes/20261201T031608: 4096 x 4096 x 4104 0.283 -> 0.198 ms); the knob, where
     set, wins over the rule; the launch is a whole number of clusters."""
     assert v5.cluster_for(*shape, V5.defines, DEV) == (cm, cn)
     assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, DEV) == (4, 1)

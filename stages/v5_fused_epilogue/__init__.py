@@ -87,6 +87,19 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is line-aligned; L2
 #    traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's 11% (ncu,
 #    results/probes/20261130T163853 and T163911 profiles).
+#  * Rows not whole 128-byte lines (K % 64 != 0) and a wave at least two thirds full of 128 x 256
+#    tiles: those tiles in 2-CTA clusters sharing B (each loads half of it and multicasts it to
+#    both). Such a row is 16-112 bytes off a line, so every 128-byte row of a TMA box touches two
+#    lines (ncu at 4095 x 4104 x 4104: 2.12 GB through L2, against the 1.70 GB the tiles' boxes
+#    hold, 544 x 65 x 48 KiB; memory throughput 73% of peak, long-scoreboard stalls 62%;
+#    results/probes/20261201T031530
+#    profiles). Measured (results/probes/20261201T031608 and T031742, tune, ms, unclustered ->
+#    pairs, cuBLAS): 4096 x 4096 x 4104 0.283 -> 0.198 (0.194), 4096 x 14336 x 4104 0.961 ->
+#    0.678 (0.670), 8192 x 8192 x 8200 2.316 -> 1.528 (1.552), 4096 x 4096 x 1000 0.076 ->
+#    0.054 (0.055), 8192 x 8192 x 520 0.164 -> 0.126 (0.133), 4096 x 4096 x 200 0.027 -> 0.022
+#    (0.024), 3000^3 0.125 -> 0.097 (0.083); 2 x 2 clusters were slower than pairs at all five
+#    shapes tried (by 0.3% at 4096 x 14336 x 4104), CLUSTER_N=2 alone slower still; at whole
+#    lines (4096^3) pairs lost 1.5% (0.183 -> 0.186).
 #  * K of 64 or more k-blocks with a partial last one (rows not whole 128-byte lines), under
 #    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
@@ -116,7 +129,6 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    the weight stream or by fixed latency, not by the SMs a wave leaves idle.
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
-PAIR_MIN_K_TILES = 1  # k-blocks from which partial-line rows take 2-CTA clusters at 128 x 256
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
@@ -140,10 +152,9 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
             10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
         return 128, 192, TILES[(128, 192)], 1, 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
-        # Rows that are not whole 128-byte lines (K % 64 != 0): every 128-byte row of a box spans
-        # two lines, and the loads, not the tensor cores, bound the tile; 2-CTA clusters share B.
-        pair = k % 64 != 0 and nkt >= PAIR_MIN_K_TILES
-        return 128, 256, TILES[(128, 256)], 1, 2 if pair else 1, 1
+        # Rows that are not whole 128-byte lines (K % 64 != 0): each 128-byte row of a box spans
+        # two lines, and the loads, not the tensor cores, bound the tile: 2-CTA clusters share B.
+        return 128, 256, TILES[(128, 256)], 1, 2 if k % 64 else 1, 1
     if k % 64 and nkt >= LONG_K_TILES:
         # Rows that are not whole 128-byte lines and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
