@@ -389,6 +389,31 @@ def test_every_path_is_taken_and_right(runnable):
 
 
 @pytest.mark.hopper
+@pytest.mark.parametrize("pad_k", [64, 8])
+def test_the_padded_copy_rounds_k_to_pad_k_and_is_right(pad_k, runnable):
+    """K % 8 != 0: the plan copies A and B into zero-padded arrays whose K is a multiple of PAD_K
+    (64, shipped: whole 128-byte rows; 8: the least TMA takes) and launches the kernel with that
+    K; both are right on odd K (a 128 x 256 pair-rule grid among them)."""
+    st = runnable("v5_fused_epilogue").variant(PAD_K=pad_k)
+    cp = gpu.cupy()
+
+    class Kernels:
+        def launcher(self, args, name="gemm_v5_fused_epilogue", dependent=False, **kw):
+            self.k = int(args[6])
+            return lambda: None
+    for m, n, k in [(33, 300, 13), (1500, 2600, 1001), (4, 4096, 4100)]:
+        a, b, out = cp.ones((m, k), cp.float16), cp.ones((n, k), cp.float16), cp.empty((m, n), cp.float16)
+        call = Call(a, b, out, m, n, k, st.defines, gpu.current(), contract.PLAIN)
+        call.cfg = {**call.cfg, **v5.defines_for(call)}
+        kernels = Kernels()
+        v5.plan(call, kernels)
+        assert kernels.k == cdiv(k, pad_k) * pad_k, (m, n, k)
+    bad = verify.failures(verify.sweep(st, [(33, 300, 13), (1500, 2600, 1001), (4, 4096, 4100), (129, 7, 4101)],
+                                       **verify.EPILOGUE_CASES["alpha+bias32+gelu_tanh"]))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
 def test_split_k_is_bitwise_repeatable(runnable):
     st = runnable("v5_fused_epilogue")
     cp = gpu.cupy()

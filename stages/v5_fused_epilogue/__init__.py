@@ -16,7 +16,7 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1}
+          "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -231,6 +231,7 @@ def check_config(c: dict) -> None:
         (c["EPI_OVERLAP"] in (0, 1, 2, 3), "EPI_OVERLAP 0, 1, 2 or 3 (the k-blocks at each end of a 128 x 256 unit under which the other column half's epilogue runs)"),
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
+        (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -391,8 +392,10 @@ def plan(call: Call, kernels) -> list:
     a, b, k_run = call.a, call.b, k
     if k % 8 or a.data.ptr % 16 or b.data.ptr % 16:
         # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
-        # Costs one read and write of A and B per call (README: "Where TMA cannot go").
-        k_run = cdiv(k, 8) * 8
+        # Costs one read and write of A and B per call (README: "Where TMA cannot go"). PAD_K = 64
+        # pads the rows to whole 128-byte lines while copying anyway (8 would do for TMA; the rows
+        # would then be misaligned, README "Clusters: B shared at large shapes ...").
+        k_run = cdiv(k, call.cfg["PAD_K"]) * call.cfg["PAD_K"]
         a_pad, b_pad = cp.zeros((m, k_run), cp.float16), cp.zeros((n, k_run), cp.float16)
         steps += [functools.partial(_copy_into, a_pad, a, k), functools.partial(_copy_into, b_pad, b, k)]
         a, b = a_pad, b_pad
