@@ -90,16 +90,16 @@ import os
 import secrets
 from pathlib import Path
 
-import numpy as np
 
 import stages
 import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
 from stages.core.stage import cdiv
 from stages.tools import records, verify
-from stages.tools.timing import L2Flusher, time_gpu, tflops
+from stages.tools.timing import L2Flusher, tflops
 
 from probe_copy import mutated  # scripts/probe_copy.py (this script's folder is on sys.path)
+from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -200,25 +200,8 @@ def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain", flusher
         kw = {"bias": epi.bias, "alpha": epi.alpha, "activation": epi.activation}
     ref, mag = verify.reference(a, b, cp, epi)
     out = cp.empty((m, n), cp.float16)
-    runs, checks = {}, {}
-    for name, st in entries.items():
-        try:
-            run = st.prepare(a, b, out, **kw)
-        except Exception as exc:  # noqa: BLE001
-            checks[name] = f"unavailable: {type(exc).__name__}: {str(exc)[:120]}"
-            continue
-        out.fill(float("nan"))
-        run()
-        cp.cuda.get_current_stream().synchronize()
-        if name in judged:
-            chk = verify.judge_output(verify.Check(name, m, n, k, 0), out, ref, mag, cp)
-            checks[name] = "ok" if chk.passed else "FAIL " + chk.reason
-        runs[name] = run
-    samples = {name: [] for name in runs}
-    for _ in range(args.rounds):
-        for name, run in runs.items():
-            samples[name] += time_gpu(run, reps=args.reps, flush=flusher or flush).ms
-    med = {name: float(np.median(s)) for name, s in samples.items()}
+    runs, checks = prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp)
+    med, samples = interleaved(runs, args.rounds, args.reps, flusher or flush)
     base = med.get("cublas") or med.get("torch_addmm_gelu")
     for name, ms in med.items():
         rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": name, "ms_median": ms,

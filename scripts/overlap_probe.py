@@ -22,13 +22,13 @@ import secrets
 import sys
 import time
 
-import numpy as np
-
 import stages
 from stages.core import compiler, contract, gpu
 from stages.core.stage import Call
 from stages.tools import records, verify
-from stages.tools.timing import L2Flusher, time_gpu, tflops
+from stages.tools.timing import L2Flusher, tflops
+
+from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py (this script's folder is on sys.path)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -151,26 +151,10 @@ for (m, n, k) in shapes:
         for base in BASE.get(label, ["torch_linear"] if label != "plain" else []):
             if base == "cublas" or torch_ok:
                 entries[base] = stages.get(base)
-        runs, verdict, ovl = {}, {}, {}
-        for nm, st in entries.items():
-            try:
-                run = st.prepare(a, b, out, **kw)
-            except Exception as exc:  # noqa: BLE001
-                verdict[nm] = f"unavailable: {type(exc).__name__}: {str(exc)[:120]}"
-                continue
-            out.fill(float("nan"))
-            run()
-            cp.cuda.get_current_stream().synchronize()
-            chk = verify.judge_output(verify.Check(nm, m, n, k, 0), out, ref, mag, cp)
-            verdict[nm] = "ok" if chk.passed else "FAIL " + chk.reason
-            if nm in stages_by_name:
-                ovl[nm] = defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
-            runs[nm] = run
-        samples = {nm: [] for nm in runs}
-        for _ in range(args.rounds):
-            for nm, run in runs.items():
-                samples[nm] += time_gpu(run, reps=args.reps, flush=flush).ms
-        med = {nm: float(np.median(s)) for nm, s in samples.items()}
+        runs, verdict = prepare_judged(entries, set(entries), a, b, out, kw, ref, mag, cp)
+        ovl = {nm: defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
+               for nm in runs if nm in stages_by_name}
+        med, samples = interleaved(runs, args.rounds, args.reps, flush)
         for nm, ms in med.items():
             rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": nm, "ms_median": ms,
                          "tflops": tflops(m, n, k, ms), "samples": len(samples[nm]),

@@ -1,0 +1,37 @@
+"""The probe scripts' shared loop (lever_probe.py, overlap_probe.py): stages prepared on the same
+operands, each run once into a NaN-poisoned output and judged against the float64 reference, then
+timed in interleaved rounds so that clock drift between them cancels."""
+import numpy as np
+
+from stages.tools import verify
+from stages.tools.timing import time_gpu
+
+
+def prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp):
+    """({name: run}, {name: verdict}): every entry prepared (a refusal is the verdict
+    "unavailable: ..."), run once, and judged where its name is in `judged`."""
+    m, n, k = a.shape[0], b.shape[0], a.shape[1]
+    runs, checks = {}, {}
+    for name, st in entries.items():
+        try:
+            run = st.prepare(a, b, out, **kw)
+        except Exception as exc:  # noqa: BLE001
+            checks[name] = f"unavailable: {type(exc).__name__}: {str(exc)[:120]}"
+            continue
+        out.fill(float("nan"))
+        run()
+        cp.cuda.get_current_stream().synchronize()
+        if name in judged:
+            chk = verify.judge_output(verify.Check(name, m, n, k, 0), out, ref, mag, cp)
+            checks[name] = "ok" if chk.passed else "FAIL " + chk.reason
+        runs[name] = run
+    return runs, checks
+
+
+def interleaved(runs, rounds, reps, flush):
+    """({name: median ms}, {name: samples}): `rounds` rounds, each timing every run `reps` times."""
+    samples = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            samples[name] += time_gpu(run, reps=reps, flush=flush).ms
+    return {name: float(np.median(s)) for name, s in samples.items()}, samples
