@@ -9,6 +9,7 @@ of rounds x reps samples, the L2 flushed before each):
   ovlD        EPI_OVERLAP=D (D = 1, 2, 3 k-blocks at each end), STREAMK as shipped: where the
               rule splits by stream-K the kernel is the shipped one
   ovlD-dp     EPI_OVERLAP=D with STREAMK=0: the overlap wherever the tile is 128 x 256
+  K=V[:K=V]   any knobs by name, e.g. ACT_MATH=0 (the activations' CUDA forms)
   cublas / torch_addmm_gelu / torch_linear: the baselines of the issue's goals, same operands
 The kernels are compiled first, in parallel processes (NVRTC, the disk cache), so that the GPU
 time goes to running them.
@@ -49,6 +50,8 @@ V5 = stages.get("v5_fused_epilogue")
 def variant(name):
     if name == "v5":
         return V5
+    if "=" in name:  # knobs by name, ":" between them: ACT_MATH=0, EPI_OVERLAP=2:STREAMK=0
+        return V5.variant(**{k: int(v) for k, v in (kv.split("=") for kv in name.split(":"))})
     kw = {}
     if name.endswith("-dp"):
         kw["STREAMK"] = 0

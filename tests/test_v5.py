@@ -3,7 +3,9 @@
 and torch's F.linear beside it on torch tensors without a copy."""
 from __future__ import annotations
 
+import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -203,6 +205,92 @@ def test_the_overlapped_epilogue_keeps_the_wgmmas_asynchronous():
         assert ".local" not in compiled.ptx and "STL" not in main[0], extra
 
 
+# ---- ACT_MATH=1: the activations in one MUFU per element (kernel.cu "epilogue math") ------------
+def _act_tail_source() -> dict[int, str]:
+    """kernel.cu's act_tail, one text per ACT (2 gelu, 3 gelu_tanh, 4 silu)."""
+    src = V5.code()
+    body = src[src.index("__device__ __forceinline__ float act_tail"):src.index("// 1 / d0 .. 1 / d3")]
+    return {2: body[body.index("#if ACT == 2"):body.index("#elif ACT == 3")],
+            3: body[body.index("#elif ACT == 3"):body.index("#else")],
+            4: body[body.index("#else"):]}
+
+
+_NUM = r"(-?[0-9.]+(?:e-?[0-9]+)?)f"
+
+
+def _f32_fma(a, b, c):
+    return (np.asarray(a, np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
+
+
+def _emulate(act: int, x: np.ndarray) -> np.ndarray:
+    """kernel.cu's ACT_MATH=1 forms in numpy float32, with the constants read from kernel.cu and
+    MUFU.EX2 / MUFU.RCP taken as exactly rounded (their own error, ~2 ulp, is far below the
+    tolerance): y = relu(x) - a H, a = |x| clamped; gelu_tanh and silu through rcp_4's products."""
+    text = _act_tail_source()[act]
+    clamp = np.float32(re.search(r"fminf\(fabsf\(x\), " + _NUM, text).group(1))
+    a = np.minimum(np.abs(x), clamp)
+    if act == 2:
+        coef = [float(v) for v in re.findall(r"q = " + _NUM, text) + re.findall(r"fmaf\(q, a, " + _NUM, text)]
+        assert len(coef) == 10, coef
+        q = np.full_like(a, coef[0])
+        for c in coef[1:]:
+            q = _f32_fma(q, a, c)
+        h = np.exp2(q.astype(np.float64)).astype(np.float32)
+    else:
+        if act == 3:
+            k1, k0 = (np.float32(v) for v in re.search(r"fmaf\(" + _NUM + r", a \* a, " + _NUM, text).groups())
+            t = (-a * _f32_fma((a * a).astype(np.float32), k1, k0)).astype(np.float32)
+        else:
+            t = (np.float32(re.search(r"ex2_ftz\(" + _NUM, text).group(1)) * a).astype(np.float32)
+        e = np.exp2(t.astype(np.float64)).astype(np.float32)
+        d = (np.float32(1) + e).reshape(-1, 4)  # rcp_4 on groups of four
+        p01, p23 = d[:, 0] * d[:, 1], d[:, 2] * d[:, 3]
+        r = (1.0 / (p01 * p23).astype(np.float64)).astype(np.float32)
+        r01, r23 = r * p23, r * p01
+        inv = np.stack([r01 * d[:, 1], r01 * d[:, 0], r23 * d[:, 3], r23 * d[:, 2]], axis=1).reshape(-1)
+        h = (e * inv).astype(np.float32)
+    return (np.maximum(x, 0) - a.astype(np.float64) * h).astype(np.float32)  # one fmaf
+
+
+@pytest.mark.parametrize("act", [2, 3, 4])
+def test_the_one_mufu_activations_match_float64(act):
+    """ACT_MATH=1 (shipped) against float64 on 2,000,004 points of [-40, 40] and beyond: within 1e-5
+    relative wherever the result is above 2^-25 (fp16's half-ulp is 2.4e-4: the fp16 rounding then
+    decides), within 1e-9 absolute below (fp16 rounds those to 0 or its smallest subnormals), and
+    +inf stays +inf. (The ACT_MATH=0 erf form loses its digits to 1 + erf(x) for x < -3; these
+    compute the small side directly.)"""
+    x = np.concatenate([np.linspace(-40, 40, 2_000_001, dtype=np.float32),
+                        np.array([-1e30, -7.0, 1e30], np.float32)])
+    y = _emulate(act, x).astype(np.float64)
+    x64 = x.astype(np.float64)
+    if act == 2:
+        truth = x64 * 0.5 * np.vectorize(math.erfc)(-x64 / math.sqrt(2))
+    else:
+        z = 2 * math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3) if act == 3 else x64
+        truth = x64 / (1 + np.exp(-np.clip(z, -700, 700)))
+    err = np.abs(y - truth)
+    big = np.abs(truth) > 2.0**-25
+    assert (err[big] <= 1e-5 * np.abs(truth[big])).all(), float((err[big] / np.abs(truth[big])).max())
+    assert (err[~big] <= 1e-9).all(), float(err[~big].max())
+    assert _emulate(act, np.array([np.inf, 0, 0, 0], np.float32))[0] == np.inf
+
+
+def test_the_activations_take_one_mufu_per_element():
+    """The idea of ACT_MATH=1 in the SASS: a 128 x 256 tile's epilogue computes 128 elements per
+    consumer thread; gelu issues one MUFU per element, gelu_tanh and silu 1.25 (four share one
+    reciprocal), where ACT_MATH=0 issues two for the sigmoid forms. (The kernel's other MUFU are
+    the integer divisions of the tile coordinates: 7.)"""
+    base = {"BM": 128, "BN": 256, "STAGES": 4, "A_ROWS": 128, "TMA_STORE": 1, "PARTIAL": 0,
+            "STREAMK": 0, "EPI_DEFER": 1, "BIAS": 1}
+    for act, per_element in ((2, 1.0), (3, 1.25), (4, 1.25)):
+        for math_form, expect in ((1, per_element), (0, 2.0 if act != 2 else 1.0)):
+            compiled = V5.compile("sm_90a", {**base, "ACT": act, "ACT_MATH": math_form})
+            main = [f for f in inspect.sass(str(compiled.cubin_path)).split("Function : ")
+                    if f.startswith(V5.kernel + "\n") or f.startswith(V5.kernel + " ")]
+            mufu = sum(" MUFU." in line for line in main[0].splitlines())
+            assert mufu == 128 * expect + 7, (act, math_form, mufu)
+
+
 @pytest.mark.parametrize("m, n, k, overlap", [
     (4096, 4096, 4096, 2), (4096, 4096, 1024, 2), (2048, 2048, 4096, 2), (2500, 2056, 777, 2),
     (4096, 4096, 192, 0),                 # 3 k-blocks: fewer than 2 x EPI_OVERLAP
@@ -317,6 +405,16 @@ def test_every_epilogue_on_odd_shapes(case, runnable):
     st = runnable("v5_fused_epilogue")
     bad = verify.failures(verify.sweep(st, ODD, **verify.EPILOGUE_CASES[case]))
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
+def test_cudas_activation_forms_are_right_as_a_knob(runnable):
+    """ACT_MATH=0 (CUDA's erff, __expf, __fdividef: the forms before the one-MUFU ones, kept to
+    measure against) on the odd shapes, every epilogue case."""
+    st = runnable("v5_fused_epilogue").variant(ACT_MATH=0)
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, ODD, **kw))
+        assert not bad, "\n".join(bad)
 
 
 @pytest.mark.hopper

@@ -16,7 +16,8 @@ from stages.core.stage import Call, KernelStage, Launch, cdiv
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
-          "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64}
+          "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
+          "ACT_MATH": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -232,6 +233,7 @@ def check_config(c: dict) -> None:
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
+        (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (one MUFU per element, kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]

@@ -411,16 +411,82 @@ __device__ __forceinline__ bool bar_any(bool p) {
 // ACT and BIAS are -D defines (one compiled kernel per epilogue; the plain GEMM carries only an
 // alpha multiply, taken when alpha != 1); alpha is a kernel argument. ACT: 0 none, 1 relu, 2 gelu (erf form,
 // torch's default), 3 gelu_tanh, 4 silu. BIAS: 0 none, 1 fp16, 2 fp32 (one value per column).
-// gelu keeps CUDA's erff (an erfc fit with two MUFU ops measured no faster on the H200: bias+gelu
-// 0.2005 ms against erff's 0.198 ms at 4096^3, records results/20261130T101553 and T100606); the
-// sigmoid forms are exact rewrites, accurate where the result is small:
-//   gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x * sigmoid(2u),  u = sqrt(2/pi) (x + 0.044715 x^3)
-//   silu(x) = x * sigmoid(x);  sigmoid(z) = 1 / (1 + e^-z) with ex2.approx and one reciprocal
-// (relative error ~1e-7, where 1 + tanh(u) computed with tanh.approx would lose everything to
-// cancellation for x < -2). e^-z = inf for very negative z gives x * 0 = 0, the right limit.
+// The SM's special-function unit (MUFU: ex2, rcp) does 16 operations per clock, the FMA pipes
+// 128, so an epilogue of 2 MUFU per element spends more time there than on everything else it
+// does (README "The activations: one MUFU per element"). ACT_MATH picks the forms:
+//  0: CUDA's: gelu 0.5 x (1 + erff(x / sqrt 2)) (erff: ~25 instructions, one MUFU);
+//     gelu_tanh = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); silu = x * sigmoid(x);
+//     sigmoid(z) = 1 / (1 + e^-z) with __expf and __fdividef (two MUFU).
+//  1 (shipped): each as relu(x) - |x| H(|x|), H the activation's small side, computed directly
+//     (no 1 - (nearly 1) anywhere, so accurate where the result is tiny):
+//     gelu:      H = Phi(-|x|) = 2^q(|x|), q a degree-9 fit of log2 Phi(-a) on [0, 6.5]
+//                (Chebyshev, |error| <= 8e-6 in fp32, i.e. H to 6e-6 relative;
+//                tests/test_v5.py checks it against float64): one MUFU, no erff.
+//     gelu_tanh: H = sigmoid(-2|u|) = e / (1 + e), e = 2^(-2|u| log2 e) in [0, 1]
+//     silu:      H = sigmoid(-|x|)  = e / (1 + e), e = 2^(-|x| log2 e)
+//     where four elements share one reciprocal (rcp_4: 1 / (d0 d1 d2 d3), then the products of
+//     the other three; d in [1, 2], so nothing overflows): 1.25 MUFU per element.
+//     |x| is clamped where H no longer matters (6.5, 10, 64: the term is below 3e-10 |x|
+//     there), which also keeps x = +inf at +inf.
+#ifndef ACT_MATH
+#define ACT_MATH 1
+#endif
+__device__ __forceinline__ float ex2_ftz(float t) {  // 2^t, one MUFU.EX2 (0 below 2^-126)
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(t));
+  return r;
+}
+__device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max 1 ulp)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
+  return r;
+}
+// ACT_MATH=1: H's e for gelu_tanh and silu (H = e / (1 + e)), or H itself for gelu; a = |x|
+// clamped (see above).
+__device__ __forceinline__ float act_tail(float x, float& a) {
+#if ACT == 2
+  a = fminf(fabsf(x), 6.5f);
+  float q = 2.6890019e-08f;  // log2 Phi(-a) ~ sum c_i a^i, Horner
+  q = fmaf(q, a, -7.434425e-07f);
+  q = fmaf(q, a, 6.6956695e-06f);
+  q = fmaf(q, a, 9.073618e-06f);
+  q = fmaf(q, a, -0.0007432011f);
+  q = fmaf(q, a, 0.008118553f);
+  q = fmaf(q, a, -0.053510174f);
+  q = fmaf(q, a, -0.45872128f);
+  q = fmaf(q, a, -1.1511956f);
+  q = fmaf(q, a, -0.9999972f);
+  return ex2_ftz(q);
+#elif ACT == 3
+  a = fminf(fabsf(x), 10.0f);  // 2|u| log2 e = a (K0 + K1 a^2)
+  return ex2_ftz(-a * fmaf(0.10294324f, a * a, 2.3022082f));
+#else
+  a = fminf(fabsf(x), 64.0f);
+  return ex2_ftz(-1.44269504f * a);
+#endif
+}
+// 1 / d0 .. 1 / d3 from one reciprocal of their product (nine multiplies, one MUFU).
+__device__ __forceinline__ void rcp_4(float (&d)[4]) {
+  const float p01 = d[0] * d[1], p23 = d[2] * d[3];
+  const float r = rcp_ftz(p01 * p23);
+  const float r01 = r * p23, r23 = r * p01;  // 1 / (d0 d1), 1 / (d2 d3)
+  const float d0 = d[0], d2 = d[2];
+  d[0] = r01 * d[1];
+  d[1] = r01 * d0;
+  d[2] = r23 * d[3];
+  d[3] = r23 * d2;
+}
 __device__ __forceinline__ float activate(float x) {
 #if ACT == 1
   return fmaxf(x, 0.0f);
+#elif ACT_MATH && ACT == 2
+  float a;
+  const float h = act_tail(x, a);
+  return fmaf(-a, h, fmaxf(x, 0.0f));
+#elif ACT_MATH && (ACT == 3 || ACT == 4)
+  float a;
+  const float e = act_tail(x, a);
+  return fmaf(-a, e * rcp_ftz(1.0f + e), fmaxf(x, 0.0f));
 #elif ACT == 2
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // CUDA's erff: max 2 ulp (fp32)
 #elif ACT == 3
@@ -430,6 +496,24 @@ __device__ __forceinline__ float activate(float x) {
   return __fdividef(x, 1.0f + __expf(-x));
 #else
   return x;
+#endif
+}
+// Four elements at once: the same as activate() on each, but where ACT_MATH=1 gives gelu_tanh
+// and silu one shared reciprocal.
+__device__ __forceinline__ void activate_4(float (&x)[4]) {
+#if ACT_MATH && (ACT == 3 || ACT == 4)
+  float a[4], e[4], d[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    e[i] = act_tail(x[i], a[i]);
+    d[i] = 1.0f + e[i];
+  }
+  rcp_4(d);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x[i] = fmaf(-a[i], e[i] * d[i], fmaxf(x[i], 0.0f));
+#else
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x[i] = activate(x[i]);
 #endif
 }
 #define FUSED (ACT != 0 || BIAS != 0)
@@ -462,11 +546,11 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
 #if BIAS
     asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
-    float* a = acc + 4 * (j0 + j);
-    a[0] = activate(fmaf(alpha, a[0], bv.x));
-    a[1] = activate(fmaf(alpha, a[1], bv.y));
-    a[2] = activate(fmaf(alpha, a[2], bv.x));
-    a[3] = activate(fmaf(alpha, a[3], bv.y));
+    float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
+                  fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
+    activate_4(x);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
   }
 #else
   if (alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
