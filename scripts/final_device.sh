@@ -41,10 +41,11 @@ case ${1:-} in
     run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
     run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$LOGS"
     run v5-verify-odd 90 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all ;;
-  actmath)     # ACT_MATH (issue 13): the one-MUFU activations against CUDA's forms, judged on odd
-               # shapes and timed side by side (interleaved); the published fused bench; every
-               # epilogue on the odd shapes with 20 fresh-input repeats
-    run act-probe 260 python3 scripts/overlap_probe.py --variants v5,ACT_MATH=0 --shapes 4096x4096x4096,8192x8192x8192 --epilogues plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu --rounds 5 --out "$LOGS"
+  actmath)     # ACT_MATH (issue 13): its GPU tests; the activation forms judged on odd shapes and
+               # timed side by side (interleaved); the published fused bench; every epilogue on
+               # the odd shapes with 20 fresh-input repeats
+    run act-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "activation or epilogue"
+    run act-probe 260 python3 scripts/overlap_probe.py --variants v5,ACT_MATH=2,ACT_MATH=0 --shapes 4096x4096x4096,8192x8192x8192 --epilogues plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu --rounds 5 --out "$LOGS"
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v5-verify-odd-repeat 150 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all --repeat 20 ;;
   bench-big)   # the plain table alone (GPU stages named: with none, bench adds the CPU baseline,
