@@ -233,7 +233,7 @@ def check_config(c: dict) -> None:
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
-        (c["ACT_MATH"] in (0, 1, 2), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef), 1 (fewer instructions, a reciprocal per two elements) or 2 (per four; kernel.cu)"),
+        (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
     ]
     broken = [rule for ok, rule in rules if not ok]

@@ -5,7 +5,8 @@
 // Builds on:  v4_swizzle_pipeline.
 // Changed:    epilogue: alpha, a per-column bias (fp16 or fp32) and an activation (relu, gelu
 //             (erf), gelu_tanh, silu) applied in registers before the one store; the activation
-//             and the bias type are -D defines (ACT, BIAS), alpha a kernel argument.
+//             and the bias type are -D defines (ACT, BIAS), alpha a kernel argument; the
+//             activations in forms of few instructions and MUFU per element (ACT_MATH).
 //             tails: tile counts and k-blocks round up; TMA zero-fills the parts of a box past
 //             the edge of A or B (so they add nothing) and clips the C store box at the edge.
 //             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the kernel stores C
@@ -411,24 +412,26 @@ __device__ __forceinline__ bool bar_any(bool p) {
 // ACT and BIAS are -D defines (one compiled kernel per epilogue; the plain GEMM carries only an
 // alpha multiply, taken when alpha != 1); alpha is a kernel argument. ACT: 0 none, 1 relu, 2 gelu (erf form,
 // torch's default), 3 gelu_tanh, 4 silu. BIAS: 0 none, 1 fp16, 2 fp32 (one value per column).
-// The SM's special-function unit (MUFU: ex2, rcp) does 16 operations per clock, the FMA pipes
-// 128; an epilogue's time grows with the instructions it issues per element, MUFU ones the
-// dearest (README "The activations: fewer instructions, one reciprocal for two"). ACT_MATH:
-//  0: CUDA's forms: gelu 0.5 x (1 + erff(x / sqrt 2)) (erff: ~25 instructions, one MUFU);
+// An SM's special-function unit (MUFU: ex2, rcp) does 16 operations per clock, its FMA pipes
+// 128 (CUDA C++ Programming Guide, arithmetic instruction throughput, compute capability 9.0),
+// and the epilogue's time followed both its MUFU and its other instructions per element (README
+// "The activations: fewer instructions, one reciprocal for two"). ACT_MATH (instructions per
+// element in the SASS, over the bias-only kernel's):
+//  0: CUDA's forms: gelu 0.5 x (1 + erff(x / sqrt 2)) (25, one MUFU: erff's ex2);
 //     gelu_tanh = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); silu = x * sigmoid(x);
-//     sigmoid(z) = 1 / (1 + e^-z) with __expf and __fdividef (two MUFU, ~13 instructions).
+//     sigmoid(z) = 1 / (1 + e^-z) with __expf and __fdividef (12 and 8, two MUFU).
 //  1 (shipped): gelu = relu(x) - |x| Phi(-|x|), the small side computed directly (no
 //     1 + erf(x) ~ 0 for x < -3): Phi(-a) = 2^q(a), q a degree-9 fit of log2 Phi(-a) on
 //     [0, 6.5] (Chebyshev; in fp32 within 8e-6, so Phi(-a) within 6e-6 relative;
 //     tests/test_v5.py checks the forms as written here against float64), a = |x| clamped at
-//     6.5, past which the term is below 6.5 Phi(-6.5) = 2.6e-10: ~14 instructions, one MUFU.
+//     6.5, past which the term is below 6.5 Phi(-6.5) = 2.6e-10 (13, one MUFU).
 //     gelu_tanh and silu = x / (1 + e), e = 2^t, t = -2u log2 e or -x log2 e (one ex2, no
 //     __expf range fix-ups), two elements sharing one reciprocal: 1 / ((1 + e0)(1 + e1)) times
 //     the other's factor. x is clamped below at -7.5 (gelu_tanh) or -43 (silu), so that t <= 61
 //     and the product stays finite; the true result is below 1e-17 in magnitude there, and so
-//     is the clamped one: ~9.5 instructions, 1.5 MUFU.
-//  2 (measured against 1, commit 31f2838): gelu_tanh and silu as relu(x) - |x| e / (1 + e),
-//     e = 2^(-|z| log2 e), four elements sharing one reciprocal: ~12.5 instructions, 1.25 MUFU.
+//     is the clamped one (8.5 and 6.5, 1.5 MUFU). (Measured against relu(x) - |x| e / (1 + e)
+//     with e = 2^(-|z| log2 e), four elements sharing a reciprocal, 11.5 and 9.5 with 1.25 MUFU:
+//     the same time, results/probes/20261201T043843, so the shorter form stayed.)
 #ifndef ACT_MATH
 #define ACT_MATH 1
 #endif
@@ -442,7 +445,7 @@ __device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
   return r;
 }
-// gelu (ACT_MATH 1, 2): Phi(-a), a = |x| clamped (above).
+// gelu (ACT_MATH=1): Phi(-a), a = |x| clamped (above).
 __device__ __forceinline__ float gelu_tail(float x, float& a) {
   a = fminf(fabsf(x), 6.5f);
   float q = 2.6890019e-08f;  // log2 Phi(-a) ~ sum c_i a^i, Horner
@@ -457,7 +460,7 @@ __device__ __forceinline__ float gelu_tail(float x, float& a) {
   q = fmaf(q, a, -0.9999972f);
   return ex2_ftz(q);
 }
-// gelu_tanh, silu (ACT_MATH 1): x clamped below (above), then e = e^-z, so that y = x / (1 + e).
+// gelu_tanh, silu (ACT_MATH=1): x clamped below (above), then e = e^-z, so that y = x / (1 + e).
 __device__ __forceinline__ float sig_clamp(float x) {
   return fmaxf(x, ACT == 3 ? -7.5f : -43.0f);
 }
@@ -468,16 +471,6 @@ __device__ __forceinline__ float sig_exp(float x) {
   return ex2_ftz(-1.44269504f * x);
 #endif
 }
-// gelu_tanh, silu (ACT_MATH 2): e = e^-|z| and a = |x| clamped, so that y = relu(x) - a e / (1 + e).
-__device__ __forceinline__ float sig_tail(float x, float& a) {
-#if ACT == 3
-  a = fminf(fabsf(x), 10.0f);
-  return ex2_ftz(-a * fmaf(0.10294324f, a * a, 2.3022082f));
-#else
-  a = fminf(fabsf(x), 64.0f);
-  return ex2_ftz(-1.44269504f * a);
-#endif
-}
 __device__ __forceinline__ float activate(float x) {
 #if ACT == 1
   return fmaxf(x, 0.0f);
@@ -485,13 +478,9 @@ __device__ __forceinline__ float activate(float x) {
   float a;
   const float h = gelu_tail(x, a);
   return fmaf(-a, h, fmaxf(x, 0.0f));
-#elif ACT_MATH == 1 && (ACT == 3 || ACT == 4)
+#elif ACT_MATH && (ACT == 3 || ACT == 4)
   const float xc = sig_clamp(x);
   return xc * rcp_ftz(1.0f + sig_exp(xc));
-#elif ACT_MATH == 2 && (ACT == 3 || ACT == 4)
-  float a;
-  const float e = sig_tail(x, a);
-  return fmaf(-a, e * rcp_ftz(1.0f + e), fmaxf(x, 0.0f));
 #elif ACT == 2
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // CUDA's erff: max 2 ulp (fp32)
 #elif ACT == 3
@@ -503,10 +492,10 @@ __device__ __forceinline__ float activate(float x) {
   return x;
 #endif
 }
-// Four elements: activate() on each, but with ACT_MATH 1 (2) gelu_tanh and silu share one
-// reciprocal per two (four) elements.
+// Four elements: activate() on each, but with ACT_MATH=1 gelu_tanh and silu share one
+// reciprocal per two elements.
 __device__ __forceinline__ void activate_4(float (&x)[4]) {
-#if ACT_MATH == 1 && (ACT == 3 || ACT == 4)
+#if ACT_MATH && (ACT == 3 || ACT == 4)
 #pragma unroll
   for (int i = 0; i < 4; i += 2) {
     const float x0 = sig_clamp(x[i]), x1 = sig_clamp(x[i + 1]);
@@ -516,19 +505,6 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
     x[i] = x0 * (r * d1);
     x[i + 1] = x1 * fmaf(r, e0, r);
   }
-#elif ACT_MATH == 2 && (ACT == 3 || ACT == 4)
-  float a[4], e[4], d[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    e[i] = sig_tail(x[i], a[i]);
-    d[i] = 1.0f + e[i];
-  }
-  const float p01 = d[0] * d[1], p23 = d[2] * d[3];
-  const float r = rcp_ftz(p01 * p23);
-  const float r01 = r * p23, r23 = r * p01;  // 1 / (d0 d1), 1 / (d2 d3)
-  const float inv[4] = {r01 * d[1], r01 * d[0], r23 * d[3], r23 * d[2]};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) x[i] = fmaf(-a[i], e[i] * inv[i], fmaxf(x[i], 0.0f));
 #else
 #pragma unroll
   for (int i = 0; i < 4; ++i) x[i] = activate(x[i]);
