@@ -48,6 +48,12 @@ case ${1:-} in
     run act-probe 260 python3 scripts/overlap_probe.py --variants v5,ACT_MATH=2,ACT_MATH=0 --shapes 4096x4096x4096,8192x8192x8192 --epilogues plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu --rounds 5 --out "$LOGS"
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v5-verify-odd-repeat 150 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all --repeat 20 ;;
+  suites-act)  # the closing check of ACT_MATH: both suite orders and v5's whole verify sweep with
+               # every epilogue case, at once
+    run suite-file 480 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 480 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-full 480 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    wait ;;
   bench-big)   # the plain table alone (GPU stages named: with none, bench adds the CPU baseline,
                # minutes at these shapes), then a racecheck of v5 on a shape whose every unit is
                # stream-K
