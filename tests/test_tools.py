@@ -421,6 +421,18 @@ def test_verify_exits_1_on_a_failed_check(monkeypatch, capsys):
     assert "FAIL cpu_numba 8x8x8" in capsys.readouterr().out
 
 
+def test_verify_reports_the_relative_error_where_it_judges_it(monkeypatch, capsys):
+    """The summary's "max rel err" is over the outputs the aggregate criterion judges (at least
+    REL_FRO_MIN_ELEMENTS): a tiny output whose reference is below fp16's smallest subnormal reads
+    a relative error of 1.0 and passes on its per-element bound, and must not show as 1.00e+00."""
+    tiny = verify.judge(verify.Check("cpu_numba", 1, 1, 1, 1, rel_fro=1.0, worst_bound_ratio=0.5))
+    big = verify.judge(verify.Check("cpu_numba", 8, 8, 8, 1, rel_fro=2.5e-4, worst_bound_ratio=0.4))
+    monkeypatch.setattr(verify, "check", lambda st, m, n, k, *a, **kw: tiny if m == 1 else big)
+    assert cli.main(["verify", "cpu_numba", "--shape", "1x1x1", "--shape", "8x8x8"]) == 0
+    out = capsys.readouterr().out
+    assert "2.50e-04" in out and "1.00e+00" not in out
+
+
 def test_bench_cpu_writes_a_sound_record(tmp_path, capsys):
     out = tmp_path / "rec.json"
     assert cli.main(["bench", "cpu_numba", "--cpu-shape", "96x80x64", "--out", str(out)]) == 0
