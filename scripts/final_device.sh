@@ -54,6 +54,14 @@ case ${1:-} in
     run suite-reversed 480 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run v5-verify-full 480 python3 -m stages verify v5_fused_epilogue --epilogue all &
     wait ;;
+  actprobe)    # the epilogue math alone per form (probes/epilogue_math.py), then the clock, power
+               # and energy per launch of the plain and fused builds at 4096^3, both ACT_MATH forms
+    run epilogue-math 120 env OUT="$LOGS" python3 probes/epilogue_math.py
+    C="v5_fused_epilogue:4096x4096x4096;v5_fused_epilogue:4096x4096x4096:bias"
+    for act in gelu gelu_tanh silu; do
+      C="$C;v5_fused_epilogue:4096x4096x4096:bias+$act;v5_fused_epilogue,ACT_MATH=0:4096x4096x4096:bias+$act"
+    done
+    run clock-act 300 python3 scripts/clock_probe.py --modes loop --cases "$C;torch_addmm_gelu:4096x4096x4096:bias+gelu_tanh" --out "$LOGS" ;;
   bench-big)   # the plain table alone (GPU stages named: with none, bench adds the CPU baseline,
                # minutes at these shapes), then a racecheck of v5 on a shape whose every unit is
                # stream-K
