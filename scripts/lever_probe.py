@@ -391,10 +391,10 @@ if "clean" in only:
         measure(*shape, {"cublas": CUBLAS, "v5": V5}, {"v5", "cublas"}, label="plain, clean flush", flusher=clean)
 
 # The fused epilogue's cost, taken apart (section "epimath"): diagnostics (timed only) without the
-# bias staging's two consumer-wide barriers, or without the bias loads; and two rewrites of the
-# sigmoid activations (gelu_tanh, silu), judged: "lean" (ex2.approx.ftz and rcp.approx.ftz
-# written directly, without __expf's and __fdividef's range fix-ups) and "nmix" (the same, with
-# the reciprocal of every other element by Newton's iteration on the FMA pipe instead of MUFU).
+# bias staging's two consumer-wide barriers, or without the bias loads; and CUDA's activation forms
+# (ACT_MATH=0), judged. (Until commit 13e568e this section also built two rewrites of those forms
+# by text substitution, "lean" and "nmix"; v5's ACT_MATH=1 forms took their place: v5 README,
+# "The activations: fewer instructions, one reciprocal for two".)
 BIAS_STAGE = """      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
@@ -405,47 +405,10 @@ BIAS_STAGE = """      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 NOBAR = [(BIAS_STAGE, BIAS_STAGE.replace("      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);\n", ""))]
 BIAS_LD = ('    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));\n')
 NOLD = [(BIAS_LD, "    bv = make_float2(1.0f, -1.0f);  // PROBE: no bias load\n")]
-SIG_OLD = """#elif ACT == 3
-  const float u2 = 1.5957691216057308f * fmaf(0.044715f * x, x * x, x);  // 2u
-  return __fdividef(x, 1.0f + __expf(-u2));
-#elif ACT == 4
-  return __fdividef(x, 1.0f + __expf(-x));
-"""
-SIG_HELPERS = """__device__ __forceinline__ float ex2_ftz(float v) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
-__device__ __forceinline__ float rcp_ftz(float v) { float r; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
-__device__ __forceinline__ float rcp_newton(float d) {  // d in [1, 2^100]: 3 steps from the bit trick
-  d = fminf(d, 0x1p100f);
-  float r = __int_as_float(0x7EF311C7 - __float_as_int(d));
-  r = r * fmaf(-d, r, 2.0f); r = r * fmaf(-d, r, 2.0f); r = r * fmaf(-d, r, 2.0f);
-  return r;
-}
-"""
-def sig(rcp):  # e^(-2u) = 2^(-x (C1 + C3 x^2)), C1 = 2 sqrt(2/pi) log2(e), C3 = 0.044715 C1
-    return f"""#elif ACT == 3
-  return x * {rcp}(1.0f + ex2_ftz(x * fmaf(-0.10294324f, x * x, -2.3022082f)));
-#elif ACT == 4
-  return x * {rcp}(1.0f + ex2_ftz(-1.4426950408889634f * x));
-"""
-ACT_DEF = "__device__ __forceinline__ float activate(float x) {\n"
-FUSED_DEF = "#define FUSED (ACT != 0 || BIAS != 0)\n"
-ACT_N = """__device__ __forceinline__ float activate_n(float x) {  // PROBE: the reciprocal by Newton
-#if ACT == 3
-  return x * rcp_newton(1.0f + ex2_ftz(x * fmaf(-0.10294324f, x * x, -2.3022082f)));
-#elif ACT == 4
-  return x * rcp_newton(1.0f + ex2_ftz(-1.4426950408889634f * x));
-#else
-  return activate(x);
-#endif
-}
-"""
-LEAN = [(SIG_OLD, sig("rcp_ftz")), (ACT_DEF, SIG_HELPERS + ACT_DEF)]
-NMIX = LEAN + [(FUSED_DEF, FUSED_DEF + ACT_N),
-               ("    a[1] = activate(fmaf(alpha, a[1], bv.y));", "    a[1] = activate_n(fmaf(alpha, a[1], bv.y));"),
-               ("    a[3] = activate(fmaf(alpha, a[3], bv.y));", "    a[3] = activate_n(fmaf(alpha, a[3], bv.y));")]
 if "epimath" in only:
     em = {"v5": V5, "v5-nobar": mutated(V5, "nobar", NOBAR), "v5-nold": mutated(V5, "nold", NOLD),
-          "v5-lean": mutated(V5, "lean", LEAN), "v5-nmix": mutated(V5, "nmix", NMIX)}
-    judged = {"v5", "v5-lean", "v5-nmix"}
+          "v5-act0": V5.variant(ACT_MATH=0)}
+    judged = {"v5", "v5-act0"}
     for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192)]:
         bias = (cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32)).astype(cp.float16)
         for act in ("gelu_tanh", "silu", None):
