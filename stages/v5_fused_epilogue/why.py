@@ -121,9 +121,11 @@ QUESTIONS = [
     ("gelu_tanh (ACT=3): how many more special-function (MUFU) instructions does the main kernel's "
      "SASS hold than the plain one (128 × 256, TMA store)?",
      lambda st, rep: _main_kernel_ops(st, ACT=3).get("MUFU", 0) - _main_kernel_ops(st).get("MUFU", 0),
-     lambda st, rep: (f"x · sigmoid(2u) = x / (1 + e^(-2u)): one MUFU.EX2 (`__expf`) and one MUFU.RCP "
-                      f"(`__fdividef`) per accumulator, 2 × 128 = 256 per consumer thread per tile. The plain "
-                      f"kernel's {_main_kernel_ops(st).get('MUFU', 0)} are reciprocals of integer divisions "
+     lambda st, rep: (f"x · sigmoid(2u) = x / (1 + e), e = 2^(-2u log2 e): one MUFU.EX2 per accumulator and "
+                      f"one MUFU.RCP per two (`activate_4`: two elements share 1 / ((1 + e0)(1 + e1))), "
+                      f"1.5 × 128 = 192 per consumer thread per tile; CUDA's `__expf` and `__fdividef` "
+                      f"(ACT_MATH=0) take 2 × 128 = 256. The plain kernel's "
+                      f"{_main_kernel_ops(st).get('MUFU', 0)} are reciprocals of integer divisions "
                       f"(tile coordinates); with ACT=3: {_main_kernel_ops(st, ACT=3).get('MUFU', 0)}.")),
 ]
 
