@@ -114,6 +114,7 @@ else:
     assert argv[argv.index("--kernel-name") + 1].startswith("regex:gemm_")
     assert argv[argv.index("--launch-skip") + 1] == "1" and argv[argv.index("--launch-count") + 1] == "1"
     assert argv[argv.index("--clock-control") + 1] == "none"
+    assert argv[argv.index("--epilogue") + 1] == os.environ.get("FAKE_NCU_EPILOGUE", "plain")
 '''
 
 
@@ -155,6 +156,22 @@ def test_profile_record_from_a_fake_ncu(fake_ncu, monkeypatch, tmp_path):
     assert "math_pipe_throttle 50%" in table and "2099.1" in table
     assert "(../../results/x-profile.json)" in profile.profile_table("v2_cp_async", [rec], link_prefix="../../")
     assert profile.profile_table("v3_wgmma_tma", [rec]).startswith("No profile published")
+
+
+def test_a_fused_epilogue_is_profiled_where_the_stage_fuses_it(fake_ncu, monkeypatch, tmp_path):
+    """--epilogue reaches the child (fake ncu checks its command line), the entry and the settings
+    name it, and a stage without a fused epilogue is skipped, saying so, not profiled plain."""
+    csv = tmp_path / "v5.csv"
+    csv.write_text(CSV.replace("gemm_v2_cp_async", "gemm_v5_fused_epilogue"))
+    monkeypatch.setenv("FAKE_NCU_CSV", str(csv))
+    monkeypatch.setenv("FAKE_NCU_EPILOGUE", "bias+gelu")
+    rec = profile.run_profile(["v2_cp_async", "v5_fused_epilogue"], epilogue="gelu+bias", progress=False)
+    v2, v5 = rec["results"]
+    assert v2["status"] == "skipped" and "does not fuse bias, activation" in v2["reason"]
+    assert v5["status"] == "ok" and v5["epilogue"] == "bias+gelu" and rec["settings"]["epilogue"] == "bias+gelu"
+    assert records.validate(rec) == []
+    rec["_path"] = "results/x-profile.json"
+    assert "`v5_fused_epilogue` bias+gelu" in profile.profile_table("v5_fused_epilogue", [rec])
 
 
 def test_profile_cli_reports_a_failed_ncu(fake_ncu, monkeypatch, tmp_path, capsys):

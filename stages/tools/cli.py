@@ -366,9 +366,11 @@ def cmd_profile(args) -> int:
               "nothing was measured: no record written")
         return 0
     shape = args.shape or profile.DEFAULT_SHAPE
-    record = profile.run_profile([st.name for st in objs], shape=shape, keep_reports=args.keep_reports)
+    record = profile.run_profile([st.name for st in objs], shape=shape, keep_reports=args.keep_reports,
+                                 epilogue=args.epilogue)
     print(f"ncu {record['settings'].get('ncu_version')} ({record['settings'].get('ncu')}), one launch at "
-          f"{'x'.join(map(str, shape))} after a warm-up")
+          f"{'x'.join(map(str, shape))} after a warm-up"
+          + (f", epilogue {args.epilogue}" if args.epilogue != bench.PLAIN_WORD else ""))
     keys = list(profile.METRICS)
     rows = []
     for e in record["results"]:
@@ -485,6 +487,9 @@ def parser() -> argparse.ArgumentParser:
                     help="stages to profile, or variants as NAME[KEY=V,...] (default: every GPU stage)")
     pr.add_argument("--shape", type=_shape, help="MxNxK (default: 4096x4096x4096)")
     pr.add_argument("--keep-reports", metavar="DIR", help="keep ncu's .ncu-rep files in DIR")
+    pr.add_argument("--epilogue", type=_epilogue_arg, default="plain",
+                    help="a fused epilogue, bench's spelling (bias, bias+gelu, ...; a float16 N(0, 1) bias), "
+                         "on the stages that fuse it (the others are skipped, saying so)")
     pr.add_argument("--publish", action="store_true", help="write the record to results/")
     pr.add_argument("--out", help="write the record to this path instead")
     r = sub.add_parser("report", help="tables from the published records (--write updates the READMEs)")

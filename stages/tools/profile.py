@@ -121,13 +121,16 @@ def parse_spec(spec: str):
 
 
 # ---- the child: one stage, two launches ------------------------------------------------------
-def run_child(spec: str, m: int, n: int, k: int) -> int:
-    """What ncu profiles: a warm-up launch and the launch it measures, nothing else of ours."""
+def run_child(spec: str, m: int, n: int, k: int, epilogue: str = records.PLAIN_WORD) -> int:
+    """What ncu profiles: a warm-up launch and the launch it measures, nothing else of ours (with
+    the fused epilogue `epilogue` names, its bias float16 N(0, 1), as bench draws it)."""
     st = parse_spec(spec)
     cp = gpu.cupy()
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
     out = cp.empty((m, n), dtype=cp.float16)
-    run = st.prepare(a, b, out)
+    es = records.parse_epilogue(epilogue)
+    bias = cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32).astype(cp.float16)
+    run = st.prepare(a, b, out, **es.kwargs(bias))
     run()  # warm-up: skipped by ncu (--launch-skip 1)
     cp.cuda.get_current_stream().synchronize()
     run()  # the profiled launch
@@ -209,27 +212,37 @@ def kernel_pattern(st) -> str:
     return re.escape(own) if own else LIBRARY_KERNELS
 
 
-def _ncu_command(ncu: str, st, report: Path, metrics: list[str], m: int, n: int, k: int) -> list[str]:
+def _ncu_command(ncu: str, st, report: Path, metrics: list[str], m: int, n: int, k: int,
+                 epilogue: str = records.PLAIN_WORD) -> list[str]:
     return [ncu, "--target-processes", "all", "--kernel-name", f"regex:{kernel_pattern(st)}",
             "--launch-skip", "1", "--launch-count", "1",
             "--clock-control", "none", "--metrics", ",".join(metrics), "--export", str(report), "--force-overwrite",
-            sys.executable, "-m", "stages.tools.profile", "--run", st.name, str(m), str(n), str(k)]
+            sys.executable, "-m", "stages.tools.profile", "--run", st.name, str(m), str(n), str(k),
+            "--epilogue", epilogue]
 
 
-def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s: int = 240) -> dict:
-    """One stage under ncu: the entry of the record (status ok, failed or skipped)."""
-    entry = {"stage": st.name, "m": m, "n": n, "k": k, "kernel": getattr(st, "kernel", None)}
+def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s: int = 240,
+                  epilogue: str = records.PLAIN_WORD) -> dict:
+    """One stage under ncu: the entry of the record (status ok, failed or skipped). A fused
+    `epilogue` (bench's spelling, e.g. bias+gelu) is profiled on the stages that fuse it; the entry
+    names it ("" for the plain GEMM), and a stage that does not fuse it is skipped, saying so."""
+    es = records.parse_epilogue(epilogue)
+    entry = {"stage": st.name, "m": m, "n": n, "k": k, "kernel": getattr(st, "kernel", None), "epilogue": es.text}
     runnable, why = st.runnable()
     if not runnable:
         return {**entry, "status": "skipped", "reason": why}
     if not st.constraints.supports(m, n, k):
         return {**entry, "status": "skipped", "reason": f"shape not supported ({st.constraints.describe()})"}
+    missing = [f for f in es.features if f not in (getattr(st, "epilogue", None) or ())]
+    if missing:
+        return {**entry, "status": "skipped", "reason": f"{st.name} does not fuse {', '.join(missing)} into its epilogue"}
     metrics, dropped = all_metrics(), []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(records.REPO), os.environ.get("PYTHONPATH")]))}
     report = workdir / f"{records.slug(st.name)}.ncu-rep"
     for _attempt in range(3):
         try:
-            res = subprocess.run(_ncu_command(ncu, st, report, metrics, m, n, k), capture_output=True,
+            res = subprocess.run(_ncu_command(ncu, st, report, metrics, m, n, k, es.text or records.PLAIN_WORD),
+                                 capture_output=True,
                                  text=True, timeout=timeout_s, env=env, cwd=records.REPO)
         except subprocess.TimeoutExpired:
             return {**entry, "status": "failed", "reason": f"ncu did not finish in {timeout_s} s"}
@@ -264,15 +277,17 @@ def _tail(text: str, n: int = 400) -> str:
 
 
 def run_profile(specs: list[str], shape=DEFAULT_SHAPE, keep_reports: str | None = None,
-                progress: bool = True) -> dict:
-    """Profile every stage in `specs` at `shape`; the record (kind "profile"). No GPU or no ncu:
-    every entry skipped, with the reason (nothing measured, so nothing is written)."""
+                progress: bool = True, epilogue: str = records.PLAIN_WORD) -> dict:
+    """Profile every stage in `specs` at `shape` (with the fused `epilogue` where a stage fuses
+    it); the record (kind "profile"). No GPU or no ncu: every entry skipped, with the reason
+    (nothing measured, so nothing is written)."""
     objs = [parse_spec(s) for s in specs]
     ncu = find_ncu()
     record = records.new_record("profile", settings={
         "ncu": ncu, "ncu_version": ncu_version(ncu) if ncu else None, "metrics": all_metrics(),
         "launch": "the second of two launches (--launch-skip 1 --launch-count 1)",
-        "clock_control": "none", "cache_control": "ncu default (all caches flushed before each replay pass)"})
+        "clock_control": "none", "cache_control": "ncu default (all caches flushed before each replay pass)",
+        "epilogue": records.parse_epilogue(epilogue).text})
     ok, why = gpu.available()
     if not ok or not ncu:
         reason = why if not ok else "Nsight Compute (ncu) not found on PATH or under /usr/local/cuda/bin"
@@ -289,7 +304,7 @@ def run_profile(specs: list[str], shape=DEFAULT_SHAPE, keep_reports: str | None 
             continue
         if progress:
             print(f"[{i + 1}/{len(objs)}] ncu {st.name} {m}x{n}x{k}", file=sys.stderr, flush=True)
-        entry = profile_stage(ncu, st, m, n, k, workdir)
+        entry = profile_stage(ncu, st, m, n, k, workdir, epilogue=epilogue)
         record["results"].append(entry)
         if entry["status"] == "failed" and re.search(NO_PROFILER, entry["reason"]):
             cannot = entry["reason"][:200]
@@ -332,7 +347,8 @@ def profile_table(name: str | None = None, recs: list[dict] | None = None, link_
     rec, entries = latest_profile(recs, name)
     if rec is None:
         return "No profile published yet (`python -m stages profile --publish` on a GPU with Nsight Compute)."
-    head = "| metric | " + " | ".join(f"`{e['stage']}`" for e in entries) + " |"
+    head = "| metric | " + " | ".join(f"`{e['stage']}`" + (f" {e['epilogue']}" if e.get("epilogue") else "")
+                                      for e in entries) + " |"
     out = [head, "|---|" + "---|" * len(entries)]
     for metric, label in METRICS.items():
         cells = [e["metrics"].get(metric) for e in entries]
@@ -360,9 +376,10 @@ def _main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m stages.tools.profile",
                                 description="the child process ncu profiles (use `python -m stages profile`)")
     p.add_argument("--run", nargs=4, metavar=("STAGE", "M", "N", "K"), required=True)
+    p.add_argument("--epilogue", default=records.PLAIN_WORD, help="bench's spelling: plain, bias, bias+gelu, ...")
     args = p.parse_args(argv)
     spec, *dims = args.run
-    return run_child(spec, *map(int, dims))
+    return run_child(spec, *map(int, dims), epilogue=args.epilogue)
 
 
 if __name__ == "__main__":
