@@ -12,7 +12,7 @@ import pytest
 
 import stages
 import stages.v5_fused_epilogue as v5
-from stages.core import contract, gpu
+from stages.core import compiler, contract, gpu
 from stages.core.stage import Call, cdiv
 from stages.tools import inspect, verify
 
@@ -298,6 +298,23 @@ def test_the_lean_activations_match_float64(act):
     assert (err[~big] <= 1e-9).all(), float(err[~big].max())
     inf = _emulate(act, np.array([np.inf, 1.0, -np.inf, 2.0], np.float32))
     assert inf[0] == np.inf and inf[1] > 0 and abs(inf[2]) < 1e-9 and inf[3] > 0, inf
+
+
+def test_the_epilogue_math_probe_builds_from_kernel_cu():
+    """probes/epilogue_math.py times kernel.cu's own "epilogue math" section: it must still cut
+    that section out and compile it, for every activation and both ACT_MATH forms (NVRTC, no GPU)."""
+    import importlib.util  # noqa: PLC0415
+
+    path = V5.folder.parent.parent / "probes" / "epilogue_math.py"
+    spec = importlib.util.spec_from_file_location("epilogue_math_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    source = probe.probe_source()
+    assert "activate_4" in source and "epilogue_math(" in source
+    for form in (0, 1):
+        for act in (0, 1, 2, 3, 4):
+            compiled = compiler.compile_cubin(source, "epilogue_math", "sm_90a", {"ACT": act, "ACT_MATH": form, "BN": 256})
+            assert compiled.cubin_path.exists(), (form, act)
 
 
 def test_cudas_erf_form_loses_the_small_side():
