@@ -53,7 +53,9 @@ def stage_table(recs: list[dict]) -> str:
         link = f"[{name}](stages/{name}/)" if name != "cublas" else name
         lines.append(f"| {link} | {st.idea} | {req}; {cons} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("Measured on an NVIDIA H200 by `python -m stages bench`; records: "
+    lines.append("Measured on an NVIDIA H200 by `python -m stages bench`; each row is its stage's newest "
+                 "record, and its × cuBLAS is against cuBLAS in that same run (so it need not match the "
+                 "cublas row, cuBLAS's own newest run); records: "
                  + (", ".join(f"[{p}]({p})" for p in sorted(used)) if used else "none yet") + ".")
     return "\n".join(lines)
 
