@@ -207,7 +207,7 @@ def _bench_rows(record: dict, epilogue: bool = False) -> list[list]:
 def _epilogue_arg(text: str) -> str:
     """--epilogue SPEC: checked by bench.parse_epilogue, kept in its canonical spelling."""
     try:
-        return bench.parse_epilogue(text).text or bench.PLAIN_WORD
+        return bench.parse_epilogue(text).spelled
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

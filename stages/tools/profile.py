@@ -39,7 +39,7 @@ from pathlib import Path
 import stages
 from stages.core import gpu
 
-from . import records, verify
+from . import bench, records, verify
 
 DEFAULT_SHAPE = (4096, 4096, 4096)
 
@@ -129,8 +129,7 @@ def run_child(spec: str, m: int, n: int, k: int, epilogue: str = records.PLAIN_W
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
     out = cp.empty((m, n), dtype=cp.float16)
     es = records.parse_epilogue(epilogue)
-    bias = cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32).astype(cp.float16)
-    run = st.prepare(a, b, out, **es.kwargs(bias))
+    run = st.prepare(a, b, out, **es.kwargs(bench.random_bias(n, secrets.randbits(63), cp) if es.bias else None))
     run()  # warm-up: skipped by ncu (--launch-skip 1)
     cp.cuda.get_current_stream().synchronize()
     run()  # the profiled launch
@@ -233,16 +232,15 @@ def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s
         return {**entry, "status": "skipped", "reason": why}
     if not st.constraints.supports(m, n, k):
         return {**entry, "status": "skipped", "reason": f"shape not supported ({st.constraints.describe()})"}
-    missing = [f for f in es.features if f not in (getattr(st, "epilogue", None) or ())]
-    if missing:
-        return {**entry, "status": "skipped", "reason": f"{st.name} does not fuse {', '.join(missing)} into its epilogue"}
+    gap = bench.fusion_gap(st, es)
+    if gap:
+        return {**entry, "status": "skipped", "reason": f"{st.name} {gap}"}
     metrics, dropped = all_metrics(), []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(records.REPO), os.environ.get("PYTHONPATH")]))}
     report = workdir / f"{records.slug(st.name)}.ncu-rep"
     for _attempt in range(3):
         try:
-            res = subprocess.run(_ncu_command(ncu, st, report, metrics, m, n, k, es.text or records.PLAIN_WORD),
-                                 capture_output=True,
+            res = subprocess.run(_ncu_command(ncu, st, report, metrics, m, n, k, es.spelled), capture_output=True,
                                  text=True, timeout=timeout_s, env=env, cwd=records.REPO)
         except subprocess.TimeoutExpired:
             return {**entry, "status": "failed", "reason": f"ncu did not finish in {timeout_s} s"}

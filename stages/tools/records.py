@@ -70,6 +70,11 @@ class EpilogueSpec:
                         + ([self.activation] if self.activation else []))
 
     @property
+    def spelled(self) -> str:
+        """The spec as the command line spells it: `text`, or "plain" for the plain GEMM."""
+        return self.text or PLAIN_WORD
+
+    @property
     def plain(self) -> bool:
         return not self.text
 
