@@ -198,11 +198,10 @@ def test_the_overlapped_epilogue_keeps_the_wgmmas_asynchronous():
         compiled = V5.compile("sm_90a", extra)
         notes = [ln.strip() for ln in compiled.log.splitlines() if "C75" in ln]
         assert not notes, (extra, notes)
-        main = [f for f in inspect.sass(str(compiled.cubin_path)).split("Function : ")
-                if f.startswith(V5.kernel + "\n") or f.startswith(V5.kernel + " ")]
-        assert len(main) == 1, extra
-        assert _epilogue_under_wgmma(main[0]), extra
-        assert ".local" not in compiled.ptx and "STL" not in main[0], extra
+        main = inspect.kernel_sass(str(compiled.cubin_path), V5.kernel)
+        assert main, extra
+        assert _epilogue_under_wgmma(main), extra
+        assert ".local" not in compiled.ptx and "STL" not in main, extra
 
 
 # ---- ACT_MATH=1: the activations in one MUFU per element (kernel.cu "epilogue math") ------------
@@ -343,9 +342,7 @@ def test_the_activations_issue_the_mufu_their_forms_say():
     for act, per_element in ((2, (1.0, 1.0)), (3, (2.0, 1.5)), (4, (2.0, 1.5))):
         for form in (0, 1):
             compiled = V5.compile("sm_90a", {**base, "ACT": act, "ACT_MATH": form})
-            main = [f for f in inspect.sass(str(compiled.cubin_path)).split("Function : ")
-                    if f.startswith(V5.kernel + "\n") or f.startswith(V5.kernel + " ")]
-            mufu = sum(" MUFU." in line for line in main[0].splitlines())
+            mufu = inspect.count_opcodes(inspect.kernel_sass(str(compiled.cubin_path), V5.kernel)).get("MUFU", 0)
             assert mufu == 128 * per_element[form] + 7, (act, form, mufu)
 
 

@@ -162,6 +162,13 @@ def sass(cubin_path: str) -> str:
     return _run_tool("cuobjdump", ["-sass", cubin_path])
 
 
+def kernel_sass(cubin_path: str, kernel: str) -> str:
+    """The SASS of one kernel of a cubin ("" if it has none of that name): cuobjdump lists every
+    function, and a module may hold several (v5's also holds its split-K reduce kernel)."""
+    parts = re.split(r"Function : (\w+)", sass(cubin_path))
+    return dict(zip(parts[1::2], parts[2::2])).get(kernel, "")
+
+
 def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096)) -> Report:
     """Compile `stage` for `arch` (no GPU needed) and report on its kernel.
 

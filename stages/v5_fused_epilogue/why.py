@@ -1,6 +1,5 @@
 """v5_fused_epilogue's "why" figure and walkthrough declarations (a tool-side companion)."""
 import functools
-import re
 
 import matplotlib.pyplot as plt
 
@@ -73,9 +72,7 @@ def _config(st, extra: dict) -> tuple:
 
 def _main_kernel_ops(st, **extra) -> dict:
     """SASS opcode counts of the main kernel only (the cubin also holds the split-K reduce kernel)."""
-    listing = static.sass(str(_compiled(_config(st, extra)).cubin_path))
-    parts = re.split(r"Function : (\w+)", listing)
-    return static.count_opcodes(dict(zip(parts[1::2], parts[2::2])).get(st.kernel, ""))
+    return static.count_opcodes(static.kernel_sass(str(_compiled(_config(st, extra)).cubin_path), st.kernel))
 
 
 def _smem(st, **extra) -> int:
