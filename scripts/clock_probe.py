@@ -14,9 +14,10 @@ datasheet's figure at its boost clock) x the median sampled clock.
 
 --cases STAGE[,NAME=VALUE...]:MxNxK[:EPILOGUE];... picks other launches, e.g.
 "v5_fused_epilogue:4096x4096x4096:bias+gelu_tanh;v5_fused_epilogue,EPI_OVERLAP=2,STREAMK=0:4096x4096x4096:bias+gelu_tanh"
-(EPILOGUE: bias, bias+ACTIVATION or ACTIVATION; a float16 bias, alpha 1). Each row also gives the
-energy of one launch, the median board power times the time per launch: where the board holds its
-power limit, a launch that needs more energy takes longer whatever overlaps what.
+(EPILOGUE in bench's spelling: bias, bias+ACTIVATION, ACTIVATION, ...; a float16 N(0, 1) bias).
+Each row also gives the energy of one launch, the median board power times the time per launch:
+where the board holds its power limit, a launch that needs more energy takes longer whatever
+overlaps what.
 """
 import argparse
 import json
@@ -30,7 +31,7 @@ import numpy as np
 
 import stages
 from stages.core import gpu
-from stages.tools import records, verify
+from stages.tools import bench, records, verify
 from stages.tools.timing import L2Flusher, tflops, time_gpu
 
 FLOP_PER_SM_CLOCK = 4096  # 989.4e12 / (132 * 1.83e9): the datasheet's dense fp16 rate per SM and clock
@@ -53,13 +54,9 @@ def parse_case(text):
     if sets:
         st = st.variant(**{k: int(v) for k, v in (x.split("=") for x in sets)})
     m, n, k = (int(x) for x in parts[1].lower().split("x"))
-    kw = {}
-    if len(parts) > 2 and parts[2] != "plain":
-        terms = parts[2].split("+")
-        if "bias" in terms:
-            kw["bias"] = cp.random.default_rng(secrets.randbits(63)).standard_normal(n, dtype=cp.float32).astype(cp.float16)
-        kw["activation"] = next((t for t in terms if t != "bias"), None)
-    return st, text, (m, n, k), kw
+    es = records.parse_epilogue(parts[2] if len(parts) > 2 else records.PLAIN_WORD)
+    bias = bench.random_bias(n, secrets.randbits(63), cp) if es.bias else None
+    return st, text, (m, n, k), es.kwargs(bias)
 
 
 cp = gpu.cupy()

@@ -24,9 +24,9 @@ import sys
 import time
 
 import stages
-from stages.core import compiler, contract, gpu
+from stages.core import compiler, gpu
 from stages.core.stage import Call
-from stages.tools import records, verify
+from stages.tools import bench, records, verify
 from stages.tools.timing import L2Flusher, tflops
 
 from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py (this script's folder is on sys.path)
@@ -65,14 +65,12 @@ def parse_shape(s):
     return tuple(int(x) for x in s.lower().split("x"))
 
 
-def epilogue(label, n, cp, rng):
-    """(kwargs for gemm, contract.Epilogue) of a label: plain, bias, bias+<activation>."""
-    if label == "plain":
-        return {}, contract.PLAIN
-    parts = label.split("+")
-    bias = rng.standard_normal(n, dtype=cp.float32).astype(cp.float16) if "bias" in parts else None
-    act = next((x for x in parts if x != "bias"), None)
-    return ({"bias": bias, "alpha": 1.0, "activation": act}, contract.Epilogue(bias, 1.0, act))
+def epilogue(label, n, cp):
+    """(kwargs for gemm, contract.Epilogue) of a label in bench's spelling (plain, bias,
+    bias+gelu, ...), with a fresh float16 N(0, 1) bias where it names one."""
+    es = records.parse_epilogue(label)
+    bias = bench.random_bias(n, secrets.randbits(63), cp) if es.bias else None
+    return es.kwargs(bias), es.epilogue(bias)
 
 
 class _Out:  # what defines_for reads of `out`: an aligned pointer
@@ -95,7 +93,6 @@ def _compile(job):
 cp = gpu.cupy()
 dev = gpu.current()
 arch = gpu.compile_arch(dev, V5.requires)
-rng = cp.random.default_rng(secrets.randbits(63))
 shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
 vshapes = [parse_shape(s) for s in args.verify_shapes.split(",") if s]
 labels = args.epilogues.split(",")
@@ -106,7 +103,7 @@ stages_by_name = {nm: variant(nm) for nm in names}
 jobs = {}
 for (m, n, k) in shapes + vshapes:
     for label in labels:
-        _, epi = epilogue(label, n, cp, rng)
+        _, epi = epilogue(label, n, cp)
         for st in stages_by_name.values():
             d = defines_of(st, m, n, k, epi, dev)
             jobs[tuple(sorted(d.items()))] = (st.code(), st.base_name, arch, d)
@@ -128,7 +125,7 @@ except Exception:  # noqa: BLE001
 for (m, n, k) in vshapes:
     for label in labels:
         for _ in range(args.repeat):
-            kw, epi = epilogue(label, n, cp, rng)
+            kw, epi = epilogue(label, n, cp)
             a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
             ref, mag = verify.reference(a, b, cp, epi)
             for nm, st in stages_by_name.items():
@@ -146,7 +143,7 @@ for (m, n, k) in vshapes:
 # ---- timing -------------------------------------------------------------------------------------
 for (m, n, k) in shapes:
     for label in labels:
-        kw, epi = epilogue(label, n, cp, rng)
+        kw, epi = epilogue(label, n, cp)
         a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
         ref, mag = verify.reference(a, b, cp, epi)
         out = cp.empty((m, n), cp.float16)
