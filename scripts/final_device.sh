@@ -263,7 +263,14 @@ case ${1:-} in
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $PR &
     wait
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --shape 1000x1000x4104 --shape 4096x4096x4104 --shape 3000x3000x3000 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs"; exit 2 ;;
+  kpitch)      # (issue 13, 2026-12-01) what K = 1000 costs 1000^3: M = N = 1000 at K around 1000 whose
+               # rows are whole 128-byte lines (960, 1024, 1088), 32-byte aligned (992, 1008) or
+               # 16-byte aligned (1000, 1016, 1032), whole k-blocks or not; the rule, 64 x 128
+               # alone and in pairs, beside cuBLAS; then cuBLASLt's fused bias+GELU under Nsight
+    KS=""; for k in 960 992 1000 1008 1016 1024 1032 1088; do KS="$KS --shape 1000x1000x$k"; done
+    run kpitch 240 python3 -m stages tune v5_fused_epilogue --variant default --variant AUTO=0,BM=64,BN=128,STAGES=8,CLUSTER_M=1 --variant AUTO=0,BM=64,BN=128,STAGES=8,CLUSTER_M=2 --variant AUTO=0,BM=128,BN=128,STAGES=6,CLUSTER_M=1 --beside cublas $KS --reps 60 --out "$LOGS/kpitch.json"
+    run profile-lt 200 python3 -m stages profile torch_addmm_gelu cublas --epilogue bias+gelu_tanh --out "$LOGS/profile-lt.json" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
