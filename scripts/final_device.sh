@@ -270,7 +270,10 @@ case ${1:-} in
     KS=""; for k in 960 992 1000 1008 1016 1024 1032 1088; do KS="$KS --shape 1000x1000x$k"; done
     run kpitch 240 python3 -m stages tune v5_fused_epilogue --variant default --variant AUTO=0,BM=64,BN=128,STAGES=8,CLUSTER_M=1 --variant AUTO=0,BM=64,BN=128,STAGES=8,CLUSTER_M=2 --variant AUTO=0,BM=128,BN=128,STAGES=6,CLUSTER_M=1 --beside cublas $KS --reps 60 --out "$LOGS/kpitch.json"
     run profile-lt 200 python3 -m stages profile torch_addmm_gelu cublas --epilogue bias+gelu_tanh --out "$LOGS/profile-lt.json" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch"; exit 2 ;;
+  pitch)       # (issue 13) the rule's clusters by K's row pitch: shapes with K % 16 == 0, K % 64 != 0,
+               # the rule now (sector_misaligned) against the rule before, interleaved, beside cuBLAS
+    run pitch-probe 400 python3 scripts/pitch_probe.py --rounds 5 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -134,6 +134,20 @@ MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
 
+# TMA reads global memory in 32-byte sectors. With K % 16 == 8 (K % 8 == 0 is given: TMA needs
+# it, else the padded copy) a row is 2K bytes, 16 past a multiple of 32, so every other row of A
+# and B starts in the middle of a sector and its 128-byte box row takes five sectors, not four.
+# That, not rows that are not whole 128-byte lines, is what costs: at M = N = 1000 the 64 x 128
+# tile alone took 0.72-0.74x cuBLAS at K = 1000, 1016, 1032 (rows 16 bytes past a sector) and
+# 0.90-0.92x at K = 992, 1008 (rows 32-byte aligned, not line-aligned), 0.94-0.98x at 960, 1024,
+# 1088 (whole lines); pairs sharing B took 0.82-0.83x at the first three and 0.87-0.88x at the
+# others (`final_device.sh kpitch`, results/probes/20261201T074000-nvidia-h200-kpitch.json). The
+# rule's clusters are for rows that start mid-sector.
+def sector_misaligned(k: int) -> bool:
+    """Whether every other row of A and B starts 16 bytes into a 32-byte sector (2K % 32 != 0)."""
+    return (2 * k) % 32 != 0
+
+
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int, int]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) by the rule above."""
@@ -153,10 +167,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
             10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
         return 128, 192, TILES[(128, 192)], 1, 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
-        # Rows that are not whole 128-byte lines (K % 64 != 0): each 128-byte row of a box spans
-        # two lines, and the loads, not the tensor cores, bound the tile: 2-CTA clusters share B.
-        return 128, 256, TILES[(128, 256)], 1, 2 if k % 64 else 1, 1
-    if k % 64 and nkt >= LONG_K_TILES:
+        # Rows that start mid-sector (sector_misaligned): the loads, not the tensor cores, bound
+        # the tile: 2-CTA clusters share B.
+        return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1
+    if sector_misaligned(k) and nkt >= LONG_K_TILES:
         # Rows that are not whole 128-byte lines and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
         # copies. M <= 128: 64 x 128 tiles (both tile rows of a cluster hold rows of A); else
@@ -168,7 +182,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
             if cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= dev.clusters(4):
                 return bm, bn, TILES[(bm, bn)], 1, 2, 2
     tiles = cdiv(m, 64) * cdiv(n, 128)
-    if tiles <= sms and (nkt >= N64_MIN_K_TILES or k % 64 == 0):
+    if tiles <= sms and (nkt >= N64_MIN_K_TILES or not sector_misaligned(k)):
         # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
         # splits stay long: at least 32 k-blocks each under a quarter wave, 64 under a half.
         splits = 1
@@ -180,7 +194,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
             return 64, 64, TILES[(64, 64)], 1, 1, 1
         return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1  # (no empty split)
     if nkt >= 16 and 2 * tiles > sms and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms:
-        # A short K of partial rows (K % 64 != 0, 16 to 31 k-blocks) and more than half a wave of
+        # A short K of rows that start mid-sector (16 to 31 k-blocks) and more than half a wave of
         # 64 x 128 tiles: those tiles in 2-CTA clusters (one wave of them), each CTA loading half
         # of B and multicasting it to both
         return 64, 128, TILES[(64, 128)], 1, 2, 1
