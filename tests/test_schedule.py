@@ -282,5 +282,6 @@ def test_v5_host_rule_is_the_kernels(tmp_path):
         assert v5._workers(*shape, cfg, dev)[1] < sms and not v5.streamk_pays(*shape, cfg, dev), shape
     fixed = {**cfg, "AUTO": 0, "BM": 128, "BN": 128, "STAGES": 6}
     assert v5._workers(129, 7, 4104, {**fixed, "SK_FILL": 1}, dev) == (2, 2)  # 2 x 65 k-blocks: under 4 per SM
-    assert v5._workers(384, 3000, 6000, {**cfg, "SK_FILL": 0}, dev) == (24, 24)  # 2 x 2 clusters of 128 x 128, no fill
-    assert v5._workers(384, 3000, 6000, {**fixed, "SK_FILL": 0}, dev) == (72, 72)  # 128 x 128 tiles, no fill
+    assert v5._workers(384, 3000, 6008, {**cfg, "SK_FILL": 0}, dev) == (24, 24)  # 2 x 2 clusters of 128 x 128, no fill
+    assert v5._workers(384, 3000, 6008, {**fixed, "SK_FILL": 0}, dev) == (72, 72)  # 128 x 128 tiles, no fill
+    assert v5._workers(384, 3000, 6000, cfg, dev) == (72, sms)  # rows 32-byte aligned: no clusters, the fill

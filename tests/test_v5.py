@@ -45,7 +45,11 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((128, 2048, 8192), (64, 128, 8, 4)),     # 32 tiles: split, 32 k-blocks each
     ((256, 2048, 8192), (64, 128, 8, 2)),     # 64 tiles: split, 64 k-blocks each
     ((130, 5000, 5000), (128, 128, 6, 1)),    # K % 64 != 0, 79 k-blocks: 2 x 2 clusters (test below)
-    ((384, 3000, 6000), (128, 128, 6, 1)),    # the same: 24 clusters of four (a measured loss, README)
+    ((384, 3000, 6008), (128, 128, 6, 1)),    # the same: 24 clusters of four
+    ((384, 3000, 6000), (128, 128, 6, 1)),    # K % 16 == 0 (rows 32-byte aligned): alone, the stream-K fill
+    ((512, 4096, 4112), (128, 128, 6, 1)),    # the same (2 x 2 clusters of 128 x 256 before: 46.9 -> 30.8 us)
+    ((1000, 1000, 4112), (64, 128, 8, 1)),    # the same, one wave of 64 x 128
+    ((1000, 1000, 1008), (64, 128, 8, 1)),    # 16 k-blocks, rows 32-byte aligned: alone (test below)
     ((1000, 2000, 8200), (128, 256, 4, 1)),   # the same: 32 clusters of 128 x 128 would not fit
     ((128, 14336, 4104), (64, 128, 8, 1)),    # the same, M <= 128
     ((300, 3000, 3000), (64, 128, 8, 1)),     # 47 k-blocks: no clusters
@@ -393,15 +397,20 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
     ((130, 5000, 5000), 2, 2), ((1000, 1000, 4104), 2, 2), ((128, 14336, 4104), 2, 2), ((130, 8192, 5000), 2, 2),
     ((300, 3000, 3000), 1, 1), ((3, 1000, 4104), 1, 1), ((130, 5000, 4096), 1, 1),
     ((4095, 4097, 4104), 2, 1), ((4096, 4096, 4104), 2, 1), ((8192, 8192, 520), 2, 1), ((3000, 3000, 3000), 2, 1),
-    ((8192, 8192, 8192), 1, 1), ((2048, 2048, 4096), 1, 1)])
+    ((8192, 8192, 8192), 1, 1), ((2048, 2048, 4096), 1, 1),
+    ((1000, 1000, 1008), 1, 1), ((600, 1000, 1008), 1, 1), ((384, 3000, 6000), 1, 1), ((384, 3000, 6008), 2, 2),
+    ((512, 4096, 4112), 1, 1), ((1000, 1000, 4112), 1, 1), ((4096, 4096, 4112), 1, 1), ((3000, 3000, 3024), 1, 1)])
 def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
-    """2-CTA clusters of 64 x 128 tiles where K is 16-31 partial k-blocks and they fill over half
+    """Clusters only where every other row of A and B starts 16 bytes into a 32-byte sector
+    (K % 16 == 8; results/probes/20261201T074000 and T074612: where K % 16 == 0 and K % 64 != 0
+    the unclustered tile won at 12 of 14 shapes, 512 x 4096 x 4112 46.9 -> 30.8 us). There:
+    2-CTA clusters of 64 x 128 tiles where K is 16-31 partial k-blocks and they fill over half
     of one wave (results/probes/20261130T195254 and T195642: 1000^3 12.1-12.5 against 12.9 us);
     2 x 2 clusters where K is 64 or more partial k-blocks and 128 x 256 tiles fill under two thirds
     of a wave (results/probes/20261130T234552: 130 x 5000 x 5000 44.7 -> 39.1 us); 2-CTA clusters
-    of 128 x 256 tiles where K % 64 != 0 and they fill two thirds of a wave or more
-    (results/probes/20261201T031608: 4096 x 4096 x 4104 0.283 -> 0.198 ms); the knob, where
-    set, wins over the rule; the launch is a whole number of clusters."""
+    of 128 x 256 tiles where they fill two thirds of a wave or more (results/probes/
+    20261201T031608: 4096 x 4096 x 4104 0.283 -> 0.198 ms); the knob, where set, wins over the
+    rule; the launch is a whole number of clusters."""
     assert v5.cluster_for(*shape, V5.defines, DEV) == (cm, cn)
     assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_M": 4}, DEV) == (4, 1)
     assert v5.cluster_for(*shape, {**V5.defines, "CLUSTER_N": 2}, DEV) == (1, 2)

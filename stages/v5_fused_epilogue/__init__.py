@@ -67,7 +67,8 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    the threshold, 2/3, lies between the two, not measured closer. No split of 128-row tiles:
 #    at M = 128 every split lost.
 #    Where 64 x 128 tiles fit one wave and K is long (at least N64_MIN_K_TILES k-blocks) or
-#    whole k-blocks (K % 64 == 0): 64 x 128, one consumer warpgroup per tile (four times the
+#    its rows 32-byte aligned (K % 16 == 0; whole k-blocks, K % 64 == 0, until the K sweep of
+#    2026-12-01, "sector_misaligned"): 64 x 128, one consumer warpgroup per tile (four times the
 #    tiles of 128 x 256). Until commit 42d8fc2 the rule took 128 x 64 there (the same count of
 #    tiles, two warpgroups of m64n64: results/probes/20261130T141213, 128 x 4096 x 4096 25.9 ->
 #    22.8 us against 128 x 128); 64 x 128 then measured faster at every shape where the two have
@@ -88,7 +89,8 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is line-aligned; L2
 #    traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's 11% (ncu,
 #    results/probes/20261130T163853 and T163911 profiles).
-#  * Rows not whole 128-byte lines (K % 64 != 0) and a wave at least two thirds full of 128 x 256
+#  * Rows that start mid-sector (K % 16 == 8: sector_misaligned below; the rule said K % 64 != 0
+#    until the K sweep of 2026-12-01) and a wave at least two thirds full of 128 x 256
 #    tiles: those tiles in 2-CTA clusters sharing B (each loads half of it and multicasts it to
 #    both). Such a row is 16-112 bytes off a line, so every 128-byte row of a TMA box touches two
 #    lines (ncu at 4095 x 4104 x 4104: 2.12 GB through L2, against the 1.70 GB the tiles' boxes
@@ -101,7 +103,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    (0.024), 3000^3 0.125 -> 0.097 (0.083); 2 x 2 clusters were slower than pairs at all five
 #    shapes tried (by 0.3% at 4096 x 14336 x 4104), CLUSTER_N=2 alone slower still; at whole
 #    lines (4096^3) pairs lost 1.5% (0.183 -> 0.186).
-#  * K of 64 or more k-blocks with a partial last one (rows not whole 128-byte lines), under
+#  * K of 64 or more k-blocks, rows that start mid-sector (K % 16 == 8), under
 #    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
 #    (DeviceInfo.clusters(4): 30 on the H200), else 128 x 256 (results/probes/20261130T234552, set
@@ -171,7 +173,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
         # the tile: 2-CTA clusters share B.
         return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1
     if sector_misaligned(k) and nkt >= LONG_K_TILES:
-        # Rows that are not whole 128-byte lines and a long K: the loads, not the SMs, bound it;
+        # Rows that start mid-sector and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
         # copies. M <= 128: 64 x 128 tiles (both tile rows of a cluster hold rows of A); else
         # 128 x 128 where its clusters fit in one wave of clusters (30 of four on the H200, not
