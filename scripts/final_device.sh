@@ -273,7 +273,11 @@ case ${1:-} in
   pitch)       # (issue 13) the rule's clusters by K's row pitch: shapes with K % 16 == 0, K % 64 != 0,
                # the rule now (sector_misaligned) against the rule before, interleaved, beside cuBLAS
     run pitch-probe 400 python3 scripts/pitch_probe.py --rounds 5 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch"; exit 2 ;;
+  splitcluster) # (issue 13) split K summed in a cluster through distributed shared memory
+               # (SPLIT_CLUSTER): its GPU tests and the other split tests, then the decode probe
+    run sc-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "split"
+    run sc-probe 300 python3 scripts/split_cluster_probe.py --rounds 5 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -670,6 +670,60 @@ def test_the_in_kernel_split_sum_is_the_reduce_kernels_bit_for_bit(runnable):
                 assert chk.passed, (m, n, k, act, rep, chk.reason)
 
 
+
+# SPLIT_CLUSTER (a knob): tiles, cluster sizes and shapes whose ranks' k-ranges are uneven, or too
+# few for S (the host halves S: 1 x 7 x 13 has one k-block), direct stores (odd N), 64- and
+# 128-row tiles, more tiles than clusters that fit (each cluster computes several units in turn)
+CLUSTER_SPLITS = [(64, 64, 2, 12), (64, 128, 4, 4), (128, 128, 2, 4), (64, 64, 8, 6)]
+CLUSTER_SPLIT_SHAPES = [(1, 4096, 4096), (16, 1000, 4104), (3, 4097, 200), (1, 7, 13), (200, 1000, 1000),
+                        (64, 8192, 1024)]
+
+
+def test_split_cluster_builds_only_where_its_kernel_can():
+    assert V5.variant(AUTO=0, BM=64, BN=64, STAGES=12, SPLIT_CLUSTER=2).defines["SPLIT_CLUSTER"] == 2
+    for bad in ({"SPLIT_CLUSTER": 2}, {"AUTO": 0, "SPLIT_CLUSTER": 3}, {"AUTO": 0, "SPLIT_CLUSTER": 2, "CLUSTER_M": 2},
+                {"AUTO": 0, "SPLIT_CLUSTER": 2, "SPLIT_K": 2}):
+        with pytest.raises(ValueError, match="SPLIT_CLUSTER"):
+            V5.variant(**bad)
+    cfg = {**V5.defines, "AUTO": 0, "BM": 64, "BN": 64, "SPLIT_CLUSTER": 8}
+    assert [v5.split_cluster(1, 4096, k, cfg, DEV) for k in (13, 64, 65, 128, 200, 448, 512, 4096)] == \
+        [1, 1, 2, 2, 4, 4, 8, 8]  # k-blocks 1, 1, 2, 2, 4, 7, 8, 64: no rank without a k-block
+    for k in range(1, 2000, 7):
+        s, nkt = v5.split_cluster(1, 64, k, cfg, DEV), -(-k // 64)
+        assert s >= 1 and (s == 1 or -(-nkt // s) * (s - 1) < nkt), k
+    launch = v5.geometry(1, 4096, 4096, cfg, DEV)
+    assert launch.cluster == (8, 1, 1) and launch.grid[0] % 8 == 0
+    assert not v5.streamk_pays(1, 4096, 4096, cfg, DEV) and v5.shape_config(1, 4096, 4096, cfg, DEV)[3] == 1
+
+
+@pytest.mark.hopper
+def test_split_cluster_is_the_reduce_kernels_sum_bit_for_bit(runnable):
+    """SPLIT_CLUSTER=S (ranks 1.. hand their partial tiles to rank 0 through distributed shared
+    memory) against the same tile split S ways by units and summed by the reduce kernel: the same
+    sums in the same order, so the same bits; both judged against float64, with and without a
+    fused epilogue, 3 calls each with fresh inputs and no synchronisation between them (a rank
+    that wrote before rank 0 had read the last unit's partial would change the sum)."""
+    st = runnable("v5_fused_epilogue")
+    cp = gpu.cupy()
+    for bm, bn, s, stages in CLUSTER_SPLITS:
+        mine = st.variant(AUTO=0, BM=bm, BN=bn, STAGES=stages, SPLIT_CLUSTER=s)
+        for m, n, k in CLUSTER_SPLIT_SHAPES:
+            eff = v5.split_cluster(m, n, k, mine.defines, gpu.current())
+            ref_st = st.variant(AUTO=0, BM=bm, BN=bn, STAGES=v5.TILES[(bm, bn)], SPLIT_K=eff)
+            for rep, (alpha, bias_dtype, act) in enumerate(((1.0, None, None), (0.5, cp.float16, "gelu"),
+                                                            (-1.5, cp.float32, "silu"))):
+                a, b = verify.random_operands(m, n, k, 7 * rep + m + bn, cp)
+                bias = None if bias_dtype is None else \
+                    cp.random.default_rng(rep).standard_normal(n, dtype=cp.float32).astype(bias_dtype)
+                x = cp.full((m, n), np.nan, cp.float16)
+                y = cp.full((m, n), np.nan, cp.float16)
+                mine.gemm(a, b, out=x, bias=bias, alpha=alpha, activation=act)
+                ref_st.gemm(a, b, out=y, bias=bias, alpha=alpha, activation=act)
+                assert bool((x.view(cp.uint16) == y.view(cp.uint16)).all()), (bm, bn, s, m, n, k, act)
+                ref, mag = verify.reference(a, b, cp, contract.Epilogue(bias, alpha, act))
+                chk = verify.judge_output(verify.Check(mine.name, m, n, k, rep), x, ref, mag, cp)
+                assert chk.passed, (bm, bn, s, m, n, k, act, chk.reason)
+
 # Shapes whose last wave v5 splits by stream-K (streamk_pays on 132 SMs), one per path: TMA store
 # (rem + workers branch), direct store with odd M and N, the padded copy (K % 8), the rem branch;
 # then waves under one that every SM shares (sk_fills: 128 x 128 tiles, where 64 x 128 ones would

@@ -17,7 +17,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
-          "ACT_MATH": 1}
+          "ACT_MATH": 1, "SPLIT_CLUSTER": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -35,9 +35,10 @@ def _decode_rows(m: int) -> int:
 
 
 def a_rows_for(m: int, bm: int, c: dict) -> int:
-    """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile and M <= 32, else BM
-    (and BM where A is shared along N by a cluster: its slices are whole tiles' rows)."""
-    return _decode_rows(m) if c["AUTO"] and bm == 64 and c["CLUSTER_N"] == 1 else bm
+    """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile (or a 64-row tile
+    split by SPLIT_CLUSTER) and M <= 32, else BM (and BM where A is shared along N by a cluster:
+    its slices are whole tiles' rows)."""
+    return _decode_rows(m) if (c["AUTO"] or c["SPLIT_CLUSTER"] > 1) and bm == 64 and c["CLUSTER_N"] == 1 else bm
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
@@ -205,6 +206,8 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
 
 def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, int]:
     """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
+    if c["SPLIT_CLUSTER"] > 1 and not c["AUTO"]:  # the cluster's CTAs are the split
+        return c["BM"], c["BN"], c["STAGES"], 1
     if c["AUTO"]:
         bm, bn, stages, splits = _auto(m, n, k, dev, c["MAX_SPLITS"])[:4]
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
@@ -213,6 +216,19 @@ def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, i
     nkt = cdiv(k, 64)
     splits = cdiv(nkt, cdiv(nkt, min(c["SPLIT_K"], nkt)))  # no empty split
     return c["BM"], c["BN"], c["STAGES"], splits
+
+
+# SPLIT_CLUSTER = S (kernel.cu): the S CTAs of a cluster split one tile's k-blocks and ranks 1 ..
+# S-1 hand their partial tiles to rank 0 through distributed shared memory (no workspace, no
+# reduce kernel). A knob (AUTO=0 only, for now): fewer ranks where K has too few k-blocks for S
+# ranges (none may be empty).
+def split_cluster(m: int, n: int, k: int, c: dict, dev) -> int:
+    """kernel.cu's SPLIT_CLUSTER for a call: the configured S, halved until every rank's range of
+    k-blocks is non-empty."""
+    s, nkt = c["SPLIT_CLUSTER"], cdiv(k, 64)
+    while s > 1 and cdiv(nkt, s) * (s - 1) >= nkt:
+        s //= 2
+    return s
 
 
 def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
@@ -251,6 +267,10 @@ def check_config(c: dict) -> None:
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
+        (c["SPLIT_CLUSTER"] in (1, 2, 4, 8), "SPLIT_CLUSTER 1, 2, 4 or 8 (the CTAs of a cluster that split one tile's K)"),
+        (c["SPLIT_CLUSTER"] == 1 or (not c["AUTO"] and c["CLUSTER_M"] == c["CLUSTER_N"] == 1 and c["SPLIT_K"] == 1
+                                     and not c["SPLIT_FIXUP"] and not c["EPI_OVERLAP"]),
+         "SPLIT_CLUSTER > 1 with AUTO=0, CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:
@@ -283,6 +303,7 @@ def defines_for(call: Call) -> dict:
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c and not overlap else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
+            "SPLIT_CLUSTER": split_cluster(call.m, call.n, call.k, call.cfg, call.dev),
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev)))}
 
 
@@ -330,8 +351,10 @@ def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     units = cdiv(m, bm * cm) * cdiv(n, bn * cn) * splits
     if not c["PERSISTENT"]:
         return units, units
-    slots = dev.clusters(cm * cn)
-    return units, (slots if sk_fills(units, cdiv(k, 64), bm, splits, c, slots) else min(units, slots))
+    s = split_cluster(m, n, k, c, dev)
+    slots = dev.clusters(cm * cn * s)
+    fill = s == 1 and sk_fills(units, cdiv(k, 64), bm, splits, c, slots)
+    return units, (slots if fill else min(units, slots))
 
 
 # Under one wave (fewer units than SMs) the kernel can share every unit's k-blocks out over all
@@ -352,8 +375,9 @@ def sk_fills(units: int, k_tiles: int, bm: int, splits: int, c: dict, sms: int) 
 
 def geometry(m: int, n: int, k: int, c: dict, dev) -> Launch:
     bm, (cm, cn) = shape_config(m, n, k, c, dev)[0], cluster_for(m, n, k, c, dev)
-    return Launch(grid=(_workers(m, n, k, c, dev)[1] * cm * cn, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
-                  cluster=(cm * cn, 1, 1))
+    ctas = cm * cn * split_cluster(m, n, k, c, dev)
+    return Launch(grid=(_workers(m, n, k, c, dev)[1] * ctas, 1, 1), block=(128 * (1 + bm // 64), 1, 1),
+                  cluster=(ctas, 1, 1))
 
 
 # Stream-K (v4's last-wave split, kernel.cu "schedule"): the kernel decides per launch which units
@@ -375,6 +399,8 @@ SK_MIN_IDLE = 12
 
 def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
+    if split_cluster(m, n, k, c, dev) > 1:  # (kernel.cu: no stream-K with SPLIT_CLUSTER)
+        return False
     units, workers = _workers(m, n, k, c, dev)
     splits = shape_config(m, n, k, c, dev)[3]
     if units < workers:  # the grid sk_fills chose: every unit is split

@@ -97,6 +97,19 @@
 // of the unit). CTAs on one tile column share B (each loads BN / CLUSTER_M of its rows and
 // multicasts them down the column); with CLUSTER_N > 1 CTAs on one tile row share A the same way.
 #define CLUSTER (CLUSTER_M * CLUSTER_N)
+// SPLIT_CLUSTER = S > 1: the S CTAs of a cluster take the same tile, each a 1/S range of its
+// k-blocks (rank r the r-th); ranks 1 .. S-1 write their fp32 accumulators into rank 0's shared
+// memory (distributed shared memory, st.shared::cluster) and rank 0 adds them in rank order, then
+// runs the epilogue. No workspace, no second kernel, the same sum in the same order as the reduce
+// kernel's (bitwise the same C). Needs CLUSTER_M = CLUSTER_N = 1, no split of K by units
+// (PARTIAL=0), no stream-K, no EPI_OVERLAP.
+#ifndef SPLIT_CLUSTER
+#define SPLIT_CLUSTER 1
+#endif
+#define CTAS (CLUSTER * SPLIT_CLUSTER)       // CTAs per cluster, as launched
+#if SPLIT_CLUSTER > 1 && (CLUSTER > 1 || PARTIAL || STREAMK || EPI_OVERLAP)
+#error "SPLIT_CLUSTER > 1 needs CLUSTER_M = CLUSTER_N = 1, PARTIAL=0, STREAMK=0 and EPI_OVERLAP=0"
+#endif
 #define A_SLICE_ROWS (A_ROWS / CLUSTER_N)     // rows of A one CTA loads (and multicasts)
 #define A_SLICE_BYTES (A_SLICE_ROWS * BK * 2)
 #if CLUSTER_N > 1 && A_ROWS != BM
@@ -161,14 +174,18 @@
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
 #define ALIGN_SLACK 1024                      // the 128B swizzle repeats every 1024 bytes
-#define BAR_BYTES (2 * 8 * STAGES)            // a full and an empty mbarrier per buffer
+// SPLIT_CLUSTER: rank 0 receives the other ranks' partial tiles, 64 x BN fp32 per consumer
+// warpgroup each (thread i's float4 j at [j * 128 + i], the layout the sender holds in registers)
+#define RED_WG_BYTES (64 * BN * 4)
+#define RED_BYTES ((SPLIT_CLUSTER - 1) * CONSUMERS * RED_WG_BYTES)
+#define BAR_BYTES (2 * 8 * STAGES + (SPLIT_CLUSTER > 1 ? 16 : 0))  // a full and an empty mbarrier per buffer (+ the partials')
 
 // Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
 // slack to align them to the 1024-byte swizzle period, then the barriers. With the defaults:
 // 4 x 49,152 + 32,768 + 1,024 + 64 = 230,464 B of the 232,448 an H200 block may have (BM 128,
 // BN 256; the host picks STAGES for the other tiles so that they fit too). The harness
 // reads this constant from the compiled kernel to size the launch.
-extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * STAGE_BYTES + EPI_BYTES + BIAS_BYTES + ALIGN_SLACK + BAR_BYTES;
+extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * STAGE_BYTES + EPI_BYTES + BIAS_BYTES + RED_BYTES + ALIGN_SLACK + BAR_BYTES;
 
 // The 128-byte CUtensorMap, received by value. The harness encodes it with cuda-python.
 struct alignas(64) TmaDesc { unsigned long long v[16]; };
@@ -192,6 +209,30 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) 
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
       "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(bar), "r"(cta) : "memory");
+}
+// SPLIT_CLUSTER: this thread's earlier stores to CTA `cta`'s shared memory are visible to whoever
+// acquires the barrier's phase (release at cluster scope), and the acquiring wait.
+__device__ __forceinline__ void mbar_arrive_release_cluster(unsigned bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(bar), "r"(cta) : "memory");
+}
+__device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar), "r"(phase) : "memory");
+}
+__device__ __forceinline__ unsigned mapa_shared(unsigned addr, unsigned cta) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(cta));
+  return r;
 }
 // Wait until the phase with parity `phase` has completed (each use of a stage flips it).
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned phase) {
@@ -784,8 +825,8 @@ __device__ __forceinline__ void wgmma_half(float (&d)[BN / 2], unsigned a_tile, 
 
 
 extern "C" __global__ void
-#if CLUSTER > 1
-__cluster_dims__(CLUSTER, 1, 1)
+#if CTAS > 1
+__cluster_dims__(CTAS, 1, 1)
 #endif
 __launch_bounds__(THREADS, 1)
 gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
@@ -802,22 +843,31 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const unsigned smem_base = (static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
   const unsigned epi_base = smem_base + STAGES * STAGE_BYTES;    // EPI_BYTES, 1024-aligned
   const unsigned bias_base = epi_base + EPI_BYTES;               // BIAS_BYTES
-  const unsigned full_bar = bias_base + BIAS_BYTES;              // STAGES x 8 bytes
+  [[maybe_unused]] const unsigned red_base = bias_base + BIAS_BYTES;  // RED_BYTES
+  const unsigned full_bar = bias_base + BIAS_BYTES + RED_BYTES;  // STAGES x 8 bytes
   const unsigned empty_bar = full_bar + STAGES * 8;              // STAGES x 8 bytes
+  [[maybe_unused]] const unsigned red_full = empty_bar + STAGES * 8;   // SPLIT_CLUSTER: partials in
+  [[maybe_unused]] const unsigned red_empty = red_full + 8;            // ... and read by rank 0
 
   // A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
   // and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
   // `splits` ranges of k-blocks; partial tiles at the edges count as tiles.
   const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
   const int units_n = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
-  const int num_units = units_m * units_n * splits;
-  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+  const int num_units = units_m * units_n * splits;  // (SPLIT_CLUSTER: the host passes splits = 1)
+  const unsigned crank = CTAS > 1 ? cluster_rank() : 0;
+  const unsigned rank = crank % CLUSTER;  // the tile's place in the unit
+  [[maybe_unused]] const int split_rank = crank / CLUSTER;  // SPLIT_CLUSTER: this CTA's range of k-blocks
   [[maybe_unused]] const unsigned rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
-  const int worker = blockIdx.x / CLUSTER, workers = gridDim.x / CLUSTER;
+  const int worker = blockIdx.x / CTAS, workers = gridDim.x / CTAS;
 
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
   const int num_k_tiles = (K + BK - 1) / BK;             // the last one zero-filled past K by TMA
-  const int k_tiles_per_split = (num_k_tiles + splits - 1) / splits;  // the host keeps none empty
+  const int ksplits = SPLIT_CLUSTER > 1 ? SPLIT_CLUSTER : splits;
+  const int k_tiles_per_split = (num_k_tiles + ksplits - 1) / ksplits;  // the host keeps none empty
+#if SPLIT_CLUSTER > 1
+  if (k_tiles_per_split * (SPLIT_CLUSTER - 1) >= num_k_tiles) __trap();  // an empty range (the host avoids it)
+#endif
 #if OVERLAP
   if (num_k_tiles < 2 * OVERLAP) __trap();  // the host builds EPI_OVERLAP only where K is long enough
 #endif
@@ -827,11 +877,15 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
       mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);         // one arrival per consumer warp, every CTA
     }
+#if SPLIT_CLUSTER > 1
+    mbar_init(red_full, (SPLIT_CLUSTER - 1) * CONSUMER_THREADS);  // (rank 0's) every sending thread
+    mbar_init(red_empty, 1);                                       // (ranks 1..) rank 0 has read them
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
   __syncthreads();
-#if CLUSTER > 1
+#if CTAS > 1
   cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
 #endif
 
@@ -845,7 +899,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         int um, un;
         unit_coords(unit / splits, units_m, units_n, um, un);
         const int block_m = (um * CLUSTER_M + rm) * BM, block_n = (un * CLUSTER_N + rn) * BN;
-        const int split_kt = (unit % splits) * k_tiles_per_split;
+        const int split_kt = (SPLIT_CLUSTER > 1 ? split_rank : unit % splits) * k_tiles_per_split;
         const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % STAGES;
@@ -941,6 +995,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
     float acc[BN / 2];             // no zero-fill: the first wgmma of a tile runs with scale-d = 0
     int it = 0;                    // k-blocks consumed so far, in step with the producer's count
+#if SPLIT_CLUSTER > 1
+    int red_units = 0;             // units whose partials went through rank 0 (the barriers' phase)
+#endif
 #if OVERLAP
     int rel = 0;                   // buffers released so far (in order: every k-block below rel)
     int pend_x = -1, pend_y = 0;   // half 1 of the last tile, waiting in acc[64..127]: its place in C
@@ -979,7 +1036,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       int um, un;
       unit_coords(unit / splits, units_m, units_n, um, un);
       const int block_m = (um * CLUSTER_M + rm) * BM, block_n = (un * CLUSTER_N + rn) * BN;
-      const int split = unit % splits, split_kt = split * k_tiles_per_split;
+      const int split = SPLIT_CLUSTER > 1 ? split_rank : unit % splits, split_kt = split * k_tiles_per_split;
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
       // The tile's bias: each consumer thread loads its share now, the loads complete during the
@@ -1108,6 +1165,45 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
             acc[4 * j] += p.x; acc[4 * j + 1] += p.y; acc[4 * j + 2] += p.z; acc[4 * j + 3] += p.w;
           }
         }
+      }
+#endif
+
+#if SPLIT_CLUSTER > 1
+      // ---- split K in the cluster: ranks 1 .. S-1 store their partial tile into rank 0's shared
+      // memory (slot r - 1, thread i's float4 j at [j * 128 + i]) and arrive on its red_full
+      // (release, cluster scope); rank 0 acquires it, adds the slots in rank order and frees them
+      // (red_empty, one arrival per rank), then runs the epilogue. A rank waits for the previous
+      // unit's slot to be freed before it writes the next.
+      {
+        const int tid = threadIdx.x % 128;
+        if (split_rank != 0) {
+          if (red_units > 0) mbar_wait_acquire_cluster(red_empty, (red_units - 1) & 1);
+          const unsigned slot = mapa_shared(red_base + ((split_rank - 1) * CONSUMERS + wg) * RED_WG_BYTES, 0);
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j)
+            asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                         ::"r"(slot + 16 * (j * 128 + tid)), "f"(acc[4 * j]), "f"(acc[4 * j + 1]),
+                           "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3]) : "memory");
+          mbar_arrive_release_cluster(red_full, 0);
+          ++red_units;
+          continue;
+        }
+        mbar_wait_acquire_cluster(red_full, red_units & 1);
+#pragma unroll 1
+        for (int r = 0; r < SPLIT_CLUSTER - 1; ++r) {
+          const unsigned slot = red_base + (r * CONSUMERS + wg) * RED_WG_BYTES;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j) {
+            float4 p;
+            asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(p.x), "=f"(p.y), "=f"(p.z), "=f"(p.w) : "r"(slot + 16 * (j * 128 + tid)) : "memory");
+            acc[4 * j] += p.x; acc[4 * j + 1] += p.y; acc[4 * j + 2] += p.z; acc[4 * j + 3] += p.w;
+          }
+        }
+        named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);  // every consumer thread has read the slots
+        if (threadIdx.x == 128)
+          for (int r = 1; r < SPLIT_CLUSTER; ++r) mbar_arrive_release_cluster(red_empty, r * CLUSTER);
+        ++red_units;
       }
 #endif
 
@@ -1257,7 +1353,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     if (leader) tma_store_wait_all();  // shared memory must outlive the last store
 #endif
   }
-#if CLUSTER > 1
+#if CTAS > 1
   cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
 #endif
 }
