@@ -56,7 +56,7 @@ def choice(m, n, k, misaligned):
     v5mod.sector_misaligned = misaligned
     v5mod._auto.cache_clear()
     try:
-        return v5mod._auto(m, n, k, dev, v5mod.CONFIG["MAX_SPLITS"])
+        return v5mod._auto(m, n, k, dev, v5mod.CONFIG["MAX_SPLITS"])[:6]
     finally:
         v5mod.sector_misaligned = keep
         v5mod._auto.cache_clear()

@@ -17,7 +17,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
-          "ACT_MATH": 1, "SPLIT_CLUSTER": 1}
+          "ACT_MATH": 1, "SPLIT_CLUSTER": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -151,28 +151,46 @@ def sector_misaligned(k: int) -> bool:
     return (2 * k) % 32 != 0
 
 
+# Decode, M <= 16, where 64 x 128 tiles fill under half a wave: K split in two inside 2-CTA
+# clusters (SPLIT_CLUSTER, kernel.cu), 64-column tiles where two of each fit one wave, else 128;
+# the ring depth with 16 rows of A per buffer next to the received partial tile (64 x BN x 4 B).
+# Measured against the 64 x 128 split with the reduce kernel it replaced (results/probes/
+# 20261201T075838-nvidia-h200-split-cluster-probe.json, interleaved, us; cuBLAS in brackets):
+# 1 x 4096 x 4096 19.3 -> 18.1 (18.1), 16 x 4096 x 4096 19.5 -> 18.3 (18.4), 1 x 8192 x 8192
+# 48.2 -> 45.6 (46.6, 128 columns), 1 x 4096 x 14336 42.6 -> 41.2 (41.3), 8 x 2048 x 8192 19.6 ->
+# 19.4 (18.3), 1 x 1000 x 1000 8.8 -> 8.7 (10.4). Splitting 4 or 8 ways lost everywhere (2-4x the
+# CTAs, past the clusters that fit), and at 16 x 14336 x 4096, which the rule does not split, the
+# clustered split lost too (42.0 against 40.7).
+SPLIT_CLUSTER_RING = {64: 18, 128: 9}
+
+
 @functools.lru_cache(maxsize=4096)
-def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[int, int, int, int, int, int]:
-    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) by the rule above."""
+def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
+          cluster_split: bool = True) -> tuple[int, int, int, int, int, int, int]:
+    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER) by the rule above."""
     sms = dev.sm_count
     nkt = cdiv(k, 64)
     if m <= 64:
         tiles = cdiv(n, 128)
         splits = 1
         if 2 * tiles < sms:
+            if m <= 16 and cluster_split and nkt >= 2:
+                for bn in (64, 128):
+                    if 2 * cdiv(n, bn) <= 2 * dev.clusters(2):
+                        return 64, bn, SPLIT_CLUSTER_RING[bn], 1, 1, 1, 2
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
-        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1
+        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1, 1
 
     # 128 x 192 where its tiles fill 70-100% of one wave, 128 x 128 tiles would need a second, and
     # K is whole k-blocks (rows a multiple of 128 bytes)
     if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms and \
             10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
-        return 128, 192, TILES[(128, 192)], 1, 1, 1
+        return 128, 192, TILES[(128, 192)], 1, 1, 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         # Rows that start mid-sector (sector_misaligned): the loads, not the tensor cores, bound
         # the tile: 2-CTA clusters share B.
-        return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1
+        return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1, 1
     if sector_misaligned(k) and nkt >= LONG_K_TILES:
         # Rows that start mid-sector and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
@@ -180,10 +198,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
         # 128 x 128 where its clusters fit in one wave of clusters (30 of four on the H200, not
         # 33: DeviceInfo.clusters), else 128 x 256 where those do.
         if m <= 128:
-            return 64, 128, TILES[(64, 128)], 1, 2, 2
+            return 64, 128, TILES[(64, 128)], 1, 2, 2, 1
         for bm, bn in ((128, 128), (128, 256)):
             if cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= dev.clusters(4):
-                return bm, bn, TILES[(bm, bn)], 1, 2, 2
+                return bm, bn, TILES[(bm, bn)], 1, 2, 2, 1
     tiles = cdiv(m, 64) * cdiv(n, 128)
     if tiles <= sms and (nkt >= N64_MIN_K_TILES or not sector_misaligned(k)):
         # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
@@ -194,14 +212,14 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS) -> tuple[in
         elif 2 * tiles < sms:
             splits = max(1, min(max_splits, sms // tiles, nkt // 64))
         if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
-            return 64, 64, TILES[(64, 64)], 1, 1, 1
-        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1  # (no empty split)
+            return 64, 64, TILES[(64, 64)], 1, 1, 1, 1
+        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1, 1  # (no empty split)
     if nkt >= 16 and 2 * tiles > sms and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms:
         # A short K of rows that start mid-sector (16 to 31 k-blocks) and more than half a wave of
         # 64 x 128 tiles: those tiles in 2-CTA clusters (one wave of them), each CTA loading half
         # of B and multicasting it to both
-        return 64, 128, TILES[(64, 128)], 1, 2, 1
-    return 128, 128, TILES[(128, 128)], 1, 1, 1
+        return 64, 128, TILES[(64, 128)], 1, 2, 1, 1
+    return 128, 128, TILES[(128, 128)], 1, 1, 1, 1
 
 
 def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, int]:
@@ -209,7 +227,7 @@ def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, i
     if c["SPLIT_CLUSTER"] > 1 and not c["AUTO"]:  # the cluster's CTAs are the split
         return c["BM"], c["BN"], c["STAGES"], 1
     if c["AUTO"]:
-        bm, bn, stages, splits = _auto(m, n, k, dev, c["MAX_SPLITS"])[:4]
+        bm, bn, stages, splits = _auto(m, n, k, dev, c["MAX_SPLITS"], _cluster_split_ok(c))[:4]
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
             stages = min(stages, TILES[(bm, bn)])
         return bm, bn, stages, splits
@@ -220,12 +238,23 @@ def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, i
 
 # SPLIT_CLUSTER = S (kernel.cu): the S CTAs of a cluster split one tile's k-blocks and ranks 1 ..
 # S-1 hand their partial tiles to rank 0 through distributed shared memory (no workspace, no
-# reduce kernel). A knob (AUTO=0 only, for now): fewer ranks where K has too few k-blocks for S
-# ranges (none may be empty).
+# reduce kernel). SPLIT_CLUSTER 0 (shipped): the rule's choice with AUTO=1 (2 at decode shapes,
+# above), none with AUTO=0; 1: never (the rule splits by units and the reduce kernel instead);
+# 2, 4, 8 with AUTO=0: that S. Fewer ranks where K has too few k-blocks for S ranges (none may be
+# empty).
+def _cluster_split_ok(c: dict) -> bool:
+    """Whether the rule may split K in clusters: SPLIT_CLUSTER not 1 and no cluster configured
+    for sharing loads (CLUSTER_M, CLUSTER_N: kernel.cu takes one kind of cluster at a time)."""
+    return c["SPLIT_CLUSTER"] != 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
+
+
 def split_cluster(m: int, n: int, k: int, c: dict, dev) -> int:
-    """kernel.cu's SPLIT_CLUSTER for a call: the configured S, halved until every rank's range of
-    k-blocks is non-empty."""
+    """kernel.cu's SPLIT_CLUSTER for a call: the rule's (AUTO=1) or the configured S, halved until
+    every rank's range of k-blocks is non-empty."""
     s, nkt = c["SPLIT_CLUSTER"], cdiv(k, 64)
+    if c["AUTO"]:
+        s = _auto(m, n, k, dev, c["MAX_SPLITS"], _cluster_split_ok(c))[6]
+    s = max(s, 1)
     while s > 1 and cdiv(nkt, s) * (s - 1) >= nkt:
         s //= 2
     return s
@@ -235,7 +264,7 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
     the rule's choice."""
     if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
-        return _auto(m, n, k, dev, c["MAX_SPLITS"])[4:6]
+        return _auto(m, n, k, dev, c["MAX_SPLITS"], _cluster_split_ok(c))[4:6]
     return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
@@ -267,10 +296,10 @@ def check_config(c: dict) -> None:
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
-        (c["SPLIT_CLUSTER"] in (1, 2, 4, 8), "SPLIT_CLUSTER 1, 2, 4 or 8 (the CTAs of a cluster that split one tile's K)"),
-        (c["SPLIT_CLUSTER"] == 1 or (not c["AUTO"] and c["CLUSTER_M"] == c["CLUSTER_N"] == 1 and c["SPLIT_K"] == 1
-                                     and not c["SPLIT_FIXUP"] and not c["EPI_OVERLAP"]),
-         "SPLIT_CLUSTER > 1 with AUTO=0, CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
+        (c["SPLIT_CLUSTER"] in (0, 1, 2, 4, 8), "SPLIT_CLUSTER 0 (the rule's), 1 (none), 2, 4 or 8 (the CTAs of a cluster that split one tile's K, AUTO=0)"),
+        (c["SPLIT_CLUSTER"] <= 1 or c["AUTO"] or (c["CLUSTER_M"] == c["CLUSTER_N"] == 1 and c["SPLIT_K"] == 1
+                                                  and not c["SPLIT_FIXUP"] and not c["EPI_OVERLAP"]),
+         "SPLIT_CLUSTER > 1 with AUTO=0 needs CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
     ]
     broken = [rule for ok, rule in rules if not ok]
     if broken:

@@ -106,6 +106,10 @@
 #ifndef SPLIT_CLUSTER
 #define SPLIT_CLUSTER 1
 #endif
+#if SPLIT_CLUSTER < 1  // (0, the host's "the rule decides per call": built alone, no split)
+#undef SPLIT_CLUSTER
+#define SPLIT_CLUSTER 1
+#endif
 #define CTAS (CLUSTER * SPLIT_CLUSTER)       // CTAs per cluster, as launched
 #if SPLIT_CLUSTER > 1 && (CLUSTER > 1 || PARTIAL || STREAMK || EPI_OVERLAP)
 #error "SPLIT_CLUSTER > 1 needs CLUSTER_M = CLUSTER_N = 1, PARTIAL=0, STREAMK=0 and EPI_OVERLAP=0"
