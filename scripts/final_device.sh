@@ -277,7 +277,21 @@ case ${1:-} in
                # (SPLIT_CLUSTER): its GPU tests and the other split tests, then the decode probe
     run sc-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "split"
     run sc-probe 300 python3 scripts/split_cluster_probe.py --rounds 5 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster"; exit 2 ;;
+  sc-check)    # (issue 13) K split in 2-CTA clusters in the rule: both suite orders, v5's whole verify
+               # sweep with every epilogue case, the sanitizers on split-cluster shapes, at once
+    SC="--shape 1x4096x4096 --shape 3x4097x200 --shape 16x1000x4104"
+    run suite-file 540 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 540 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-full 540 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run memcheck 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SC &
+    run racecheck 400 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SC &
+    run synccheck 300 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SC &
+    wait ;;
+  sc-perf)     # (GPU idle) v5's shapes and the decode shapes published beside cuBLAS, then every
+               # epilogue on the odd shapes with 20 fresh-input repeats
+    run bench-v5-shapes 150 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --publish
+    run v5-verify-odd-repeat 200 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
