@@ -594,15 +594,20 @@ def test_the_padded_copy_rounds_k_to_pad_k_and_is_right(pad_k, runnable):
 
 @pytest.mark.hopper
 def test_split_k_is_bitwise_repeatable(runnable):
-    st = runnable("v5_fused_epilogue")
+    """Both splits of K at one token: in 2-CTA clusters (shipped at M <= 16) and by units with the
+    reduce kernel (SPLIT_CLUSTER=1): the same bits on every call."""
+    shipped = runnable("v5_fused_epilogue")
     cp = gpu.cupy()
     m, n, k = 1, 4096, 4096
-    assert v5.shape_config(m, n, k, st.defines, gpu.current())[3] > 1
+    assert v5.split_cluster(m, n, k, shipped.defines, gpu.current()) > 1
+    by_units = shipped.variant(SPLIT_CLUSTER=1)
+    assert v5.shape_config(m, n, k, by_units.defines, gpu.current())[3] > 1
     a, b = verify.random_operands(m, n, k, 11, cp)
-    first = st.gemm(a, b, activation="gelu")
-    for _ in range(20):
-        again = st.gemm(a, b, activation="gelu")
-        assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all())
+    for st in (shipped, by_units):
+        first = st.gemm(a, b, activation="gelu")
+        for _ in range(20):
+            again = st.gemm(a, b, activation="gelu")
+            assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), st.name
 
 
 # Split K (M <= 64, few tiles): the rule's splits, odd M and N (direct halves), K % 8 (padded copy).
