@@ -19,14 +19,17 @@
 //             partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
 //             applies the epilogue (SPLIT_FIXUP=1, a knob: the unit that completes a tile sums
-//             them itself, in the same order; measured slower). Without a split, v4's stream-K last wave (STREAMK=1, built
+//             them itself, in the same order; measured slower). Or (SPLIT_CLUSTER, decode) the
+//             CTAs of a cluster split a tile's k-blocks and hand their partial tiles to rank 0
+//             through distributed shared memory: no workspace, no second kernel, the same sum.
+//             Without a split, v4's stream-K last wave (STREAMK=1, built
 //             per call only where it splits), with its own per-stream workspace (sk_ws, flags);
 //             where the units fill less than one wave the host may launch one block per SM
 //             instead (SK_FILL), and then every unit is shared out by stream-K. v4's deferred
 //             store pass (EPI_DEFER) at 128 x 256 tiles (EPI_OVERLAP, a knob measured slower:
 //             the tile's column halves taking turns so that each one's epilogue runs under the
 //             other's wgmmas). v4's 2-CTA clusters (B multicast) with
-//             edge tiles, taken by the host where K is 16-31 partial k-blocks (CLUSTER_M), and
+//             edge tiles, taken by the host where K's rows start mid-sector (CLUSTER_M), and
 //             along N too (CLUSTER_N: A multicast to the CTAs on one tile row); the
 //             reduce kernel launched as a programmatic dependent of this one (PDL).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
@@ -34,8 +37,8 @@
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
 //             copy otherwise, to a multiple of PAD_K = 64: whole 128-byte rows); the C tensor map
 //             also needs N % 8 == 0 and an aligned out.
-// Launch:     1-D grid of CLUSTER x min(units, clusters that fit at once) blocks (CLUSTER =
-//             CLUSTER_M x CLUSTER_N; SMs / CLUSTER or fewer: the host asks the driver), or all of
+// Launch:     1-D grid of CTAS x min(units, clusters that fit at once) blocks (CTAS =
+//             CLUSTER_M x CLUSTER_N x SPLIT_CLUSTER; the host asks the driver how many fit), or all of
 //             those where SK_FILL splits a wave under one (PERSISTENT=1; one per unit if 0), unit =
 //             (CLUSTER_M x CLUSTER_N tiles, split); THREADS = 128 * (1 + BM / 64); dynamic shared
 //             memory gemm_smem_bytes below. AUTO=1 lets the host choose BM, BN, STAGES and the split per shape (at most
