@@ -291,7 +291,9 @@ case ${1:-} in
                # epilogue on the odd shapes with 20 fresh-input repeats
     run bench-v5-shapes 150 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --publish
     run v5-verify-odd-repeat 200 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf"; exit 2 ;;
+  sc-m64)      # (issue 13) pairs for M 17-64 too? the split-cluster probe at those decode shapes
+    run sc-probe 300 python3 scripts/split_cluster_probe.py --rounds 5 --variants 64x2,128x2 --shapes 17x4096x4096,32x4096x4096,33x4096x4096,64x4096x4096,64x2048x8192,32x8192x8192,48x4096x14336,24x14336x4096 --out "$LOGS" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -28,9 +28,19 @@ from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192), (1, 4096, 14336), (8, 2048, 8192),
           (64, 4096, 4096), (16, 14336, 4096), (1, 1000, 1000)]
-# BN x S -> STAGES: what fits 227 KiB with 16 rows of A per buffer (10 KiB per buffer at BN 64,
-# 18 at 128), the (S - 1) received partial tiles (64 x BN x 4 B each) and the staging tile
+# BN x S -> STAGES with 16 rows of A per buffer (M <= 16): what fits 227 KiB next to the (S - 1)
+# received partial tiles (64 x BN x 4 B each) and the staging tile (10 KiB per buffer at BN 64,
+# 18 at 128). With 32 or 64 rows of A (M <= 32, M <= 64) `ring` below gives the depth that fits.
 VARIANTS = {(64, 2): 18, (64, 4): 15, (64, 8): 9, (128, 2): 9, (128, 4): 5}
+
+
+def ring(m, bn, s, stages_):
+    """The depth for this M: as given for 16 rows of A, else as many as fit (a fp32 bias staged too)."""
+    a_rows = v5mod.a_rows_for(m, 64, {**V5.defines, "AUTO": 0, "SPLIT_CLUSTER": s})
+    if a_rows == 16:
+        return stages_
+    fixed_bytes = (s - 1) * 64 * bn * 4 + 64 * min(bn, 128) * 2 + bn * 4 + 1024 + 16
+    return (232448 - fixed_bytes) // ((a_rows + bn) * 128 + 16)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -57,7 +67,7 @@ for m, n, k in shapes:
     entries = {"cublas": stages.get("cublas"), "v5": V5}
     for (bn, s), st in VARIANTS.items():
         if (bn, s) in wanted:
-            entries[f"{bn}x{s}"] = fixed(bn, s, st, SPLIT_CLUSTER=s)
+            entries[f"{bn}x{s}"] = fixed(bn, s, ring(m, bn, s, st), SPLIT_CLUSTER=s)
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
     ref, mag = verify.reference(a, b, cp, contract.PLAIN)
     out = cp.empty((m, n), cp.float16)
