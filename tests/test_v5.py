@@ -62,7 +62,8 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((16, 14336, 4096), (64, 128, 11, 1)),   # 16 rows of A per buffer: 11 buffers
     ((1, 4096, 4096), (64, 64, 18, 1)),       # K split in two by 2-CTA clusters (SPLIT_CLUSTER, test below)
     ((1, 8192, 8192), (64, 128, 9, 1)),       # the same, 128 columns: 64 x 64 would need two waves of pairs
-    ((17, 4096, 4096), (64, 128, 10, 8)),     # M > 16: split by units, the reduce kernel
+    ((17, 4096, 4096), (64, 64, 16, 1)),      # the same, 32 rows of A per buffer: 16 buffers
+    ((64, 4096, 4096), (64, 64, 12, 1)),      # the same, 64 rows of A: 12 buffers
     ((1, 7, 13), (64, 128, 11, 1)),           # one k-block: no split
     ((32, 14336, 4096), (64, 128, 10, 1)),   # 32 rows of A: 10 buffers
     ((64, 14336, 4096), (64, 128, 8, 1)),
@@ -83,7 +84,7 @@ def test_every_choice_builds_and_leaves_no_split_empty(m, n, k, cn):
     a_rows = v5.a_rows_for(m, bm, cfg)
     sc = v5.split_cluster(m, n, k, cfg, DEV)
     assert cn == 1 or (a_rows == bm and sc == 1)
-    assert stages_ == (v5.SPLIT_CLUSTER_RING[bn] if sc > 1 else v5.DECODE_RING[a_rows] if a_rows < bm
+    assert stages_ == (v5.SPLIT_CLUSTER_RING[(a_rows, bn)] if sc > 1 else v5.DECODE_RING[a_rows] if a_rows < bm
                        else v5.TILES[(bm, bn)])
     assert a_rows >= min(m, bm), "every row of A that exists has its place in the ring buffer"
     nkt = cdiv(k, 64)
@@ -106,10 +107,11 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
     for a_rows, depth in v5.DECODE_RING.items():
         compiled = V5.compile("sm_90a", {"BM": 64, "BN": 128, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": 1, "BIAS": 2})
         assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, a_rows
-    for bn, depth in v5.SPLIT_CLUSTER_RING.items():  # (M <= 16: 16 rows of A per buffer)
-        compiled = V5.compile("sm_90a", {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": 16, "TMA_STORE": 1, "BIAS": 2,
-                                         "SPLIT_CLUSTER": 2, "STREAMK": 0})
-        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, bn
+    for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # (the larger staging of the two C paths)
+        for tma_store in (0, 1):
+            compiled = V5.compile("sm_90a", {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": tma_store,
+                                             "BIAS": 2, "SPLIT_CLUSTER": 2, "STREAMK": 0})
+            assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (a_rows, bn, tma_store)
 
 
 def _every_build():
@@ -120,11 +122,12 @@ def _every_build():
     (not with split K) and, on the TMA path of 128 x 256 tiles, with and without EPI_DEFER."""
     tiles = [(bm, bn, depth, bm) for (bm, bn), depth in v5.TILES.items()]
     tiles += [(64, 128, depth, a_rows) for a_rows, depth in v5.DECODE_RING.items()]
-    for bn, depth in v5.SPLIT_CLUSTER_RING.items():  # K split in 2-CTA clusters (TMA store, no stream-K)
+    for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # K split in 2-CTA clusters (no stream-K)
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
-                yield {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": 16, "ACT": act, "BIAS": bias, "TMA_STORE": 1,
-                       "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SPLIT_CLUSTER": 2}
+                for tma_store in (0, 1):
+                    yield {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "ACT": act, "BIAS": bias,
+                           "TMA_STORE": tma_store, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SPLIT_CLUSTER": 2}
     for bm, bn, depth, a_rows in tiles:
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
@@ -594,7 +597,7 @@ def test_the_padded_copy_rounds_k_to_pad_k_and_is_right(pad_k, runnable):
 
 @pytest.mark.hopper
 def test_split_k_is_bitwise_repeatable(runnable):
-    """Both splits of K at one token: in 2-CTA clusters (shipped at M <= 16) and by units with the
+    """Both splits of K at one token: in 2-CTA clusters (shipped at M <= 64) and by units with the
     reduce kernel (SPLIT_CLUSTER=1): the same bits on every call."""
     shipped = runnable("v5_fused_epilogue")
     cp = gpu.cupy()
@@ -612,8 +615,8 @@ def test_split_k_is_bitwise_repeatable(runnable):
 
 # Split K (M <= 64, few tiles): the rule's splits, odd M and N (direct halves), K % 8 (padded copy).
 SPLIT_SHAPES = [(1, 4096, 4096), (17, 1000, 4104), (33, 3000, 4099), (64, 2048, 8192), (3, 7, 1000)]
-# (M <= 16 splits in 2-CTA clusters by default, SPLIT_CLUSTER: these tests take the split by units
-# and the reduce kernel, SPLIT_CLUSTER=1, where M is that small)
+# (M <= 64 splits in 2-CTA clusters by default, SPLIT_CLUSTER: these tests take the split by units
+# and the reduce kernel, SPLIT_CLUSTER=1)
 BY_UNITS = {"SPLIT_CLUSTER": 1}
 
 
@@ -720,12 +723,13 @@ def test_split_cluster_builds_only_where_its_kernel_can():
     launch = v5.geometry(1, 4096, 4096, cfg, DEV)
     assert launch.cluster == (8, 1, 1) and launch.grid[0] % 8 == 0
     assert not v5.streamk_pays(1, 4096, 4096, cfg, DEV) and v5.shape_config(1, 4096, 4096, cfg, DEV)[3] == 1
-    # AUTO=1 (shipped, SPLIT_CLUSTER=0): the rule's 2 at decode shapes it splits, M <= 16; 1: never
+    # AUTO=1 (shipped, SPLIT_CLUSTER=0): the rule's 2 at decode shapes it splits, M <= 64; 1: never
     auto = V5.defines
     assert v5.split_cluster(1, 4096, 4096, auto, DEV) == 2 and v5.shape_config(1, 4096, 4096, auto, DEV) == (64, 64, 18, 1)
     assert v5.geometry(1, 4096, 4096, auto, DEV).cluster == (2, 1, 1) and v5.geometry(1, 4096, 4096, auto, DEV).grid[0] == 128
     assert v5.shape_config(1, 8192, 8192, auto, DEV) == (64, 128, 9, 1) and v5.split_cluster(1, 8192, 8192, auto, DEV) == 2
-    assert v5.split_cluster(17, 4096, 4096, auto, DEV) == 1 and v5.shape_config(17, 4096, 4096, auto, DEV)[3] > 1
+    assert v5.split_cluster(64, 4096, 4096, auto, DEV) == 2 and v5.shape_config(64, 4096, 4096, auto, DEV) == (64, 64, 12, 1)
+    assert v5.split_cluster(65, 4096, 4096, auto, DEV) == 1
     assert v5.split_cluster(16, 14336, 4096, auto, DEV) == 1  # one wave unsplit: no split at all
     assert v5.split_cluster(1, 7, 13, auto, DEV) == 1  # one k-block
     assert v5.split_cluster(1, 4096, 4096, {**auto, "SPLIT_CLUSTER": 1}, DEV) == 1

@@ -151,17 +151,24 @@ def sector_misaligned(k: int) -> bool:
     return (2 * k) % 32 != 0
 
 
-# Decode, M <= 16, where 64 x 128 tiles fill under half a wave: K split in two inside 2-CTA
+# Decode, M <= 64, where 64 x 128 tiles fill under half a wave: K split in two inside 2-CTA
 # clusters (SPLIT_CLUSTER, kernel.cu), 64-column tiles where two of each fit one wave, else 128;
-# the ring depth with 16 rows of A per buffer next to the received partial tile (64 x BN x 4 B).
+# the ring depth with 16, 32 or 64 rows of A per buffer next to the received partial tile (64 x
+# BN x 4 B), a fp32 bias and the larger staging tile (read back from the compiled kernel:
+# tests/test_v5.py).
 # Measured against the 64 x 128 split with the reduce kernel it replaced (results/probes/
 # 20261201T075838-nvidia-h200-split-cluster-probe.json, interleaved, us; cuBLAS in brackets):
 # 1 x 4096 x 4096 19.3 -> 18.1 (18.1), 16 x 4096 x 4096 19.5 -> 18.3 (18.4), 1 x 8192 x 8192
 # 48.2 -> 45.6 (46.6, 128 columns), 1 x 4096 x 14336 42.6 -> 41.2 (41.3), 8 x 2048 x 8192 19.6 ->
 # 19.4 (18.3), 1 x 1000 x 1000 8.8 -> 8.7 (10.4). Splitting 4 or 8 ways lost everywhere (2-4x the
 # CTAs, past the clusters that fit), and at 16 x 14336 x 4096, which the rule does not split, the
-# clustered split lost too (42.0 against 40.7).
-SPLIT_CLUSTER_RING = {64: 18, 128: 9}
+# clustered split lost too (42.0 against 40.7). For M 17-64 (results/probes/
+# 20261201T082041-nvidia-h200-split-cluster-m64.json, the same probe): 17 x 4096 x 4096 19.8 ->
+# 18.4 (18.8), 32 x 4096 x 4096 20.1 -> 18.2 (19.1), 33 x 4096 x 4096 19.8 -> 18.6 (19.1), 64 x
+# 4096 x 4096 21.0 -> 18.7 (18.0), 64 x 2048 x 8192 20.2 -> 19.9 (19.2), 32 x 8192 x 8192 49.9 ->
+# 46.1 (44.0, 128 columns), 48 x 4096 x 14336 44.3 -> 42.0 (43.1); 24 x 14336 x 4096, unsplit
+# by the rule, 40.4 against 42.1 in pairs.
+SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (64, 64): 12, (64, 128): 7}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -174,10 +181,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         tiles = cdiv(n, 128)
         splits = 1
         if 2 * tiles < sms:
-            if m <= 16 and cluster_split and nkt >= 2:
+            if cluster_split and nkt >= 2:
                 for bn in (64, 128):
                     if 2 * cdiv(n, bn) <= 2 * dev.clusters(2):
-                        return 64, bn, SPLIT_CLUSTER_RING[bn], 1, 1, 1, 2
+                        return 64, bn, SPLIT_CLUSTER_RING[(_decode_rows(m), bn)], 1, 1, 1, 2
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1, 1
