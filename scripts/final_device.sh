@@ -289,7 +289,7 @@ case ${1:-} in
     wait ;;
   sc-perf)     # (GPU idle) v5's shapes and the decode shapes published beside cuBLAS, then every
                # epilogue on the odd shapes with 20 fresh-input repeats
-    run bench-v5-shapes 150 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --publish
+    run bench-v5-shapes 150 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --publish
     run v5-verify-odd-repeat 200 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
   sc-m64)      # (issue 13) pairs for M 17-64 too? the split-cluster probe at those decode shapes
     run sc-probe 300 python3 scripts/split_cluster_probe.py --rounds 5 --variants 64x2,128x2 --shapes 17x4096x4096,32x4096x4096,33x4096x4096,64x4096x4096,64x2048x8192,32x8192x8192,48x4096x14336,24x14336x4096 --out "$LOGS" ;;
