@@ -85,7 +85,6 @@ Judged against float64 where the result is meant to be right; diagnostics are ti
 """
 import argparse
 import dataclasses
-import json
 import os
 import secrets
 from pathlib import Path
@@ -95,11 +94,11 @@ import stages
 import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
 from stages.core.stage import cdiv
-from stages.tools import records, verify
+from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
 from probe_copy import mutated  # scripts/probe_copy.py (this script's folder is on sys.path)
-from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py
+from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -460,7 +459,5 @@ if "cluster5" in only:
     for shape in shapes:
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **cl5}, {"cublas", "v5", *cl5})
 
-with open(os.path.join(args.out, "lever-probe.json"), "w") as f:
-    json.dump({"kind": "lever-probe", "env": records.environment(),
-               "settings": {"reps": args.reps, "rounds": args.rounds, "l2_flush": True, "interleaved": True},
-               "results": rows}, f, indent=1)
+save(args.out, "lever-probe", {"reps": args.reps, "rounds": args.rounds, "l2_flush": True, "interleaved": True},
+     results=rows)

@@ -17,7 +17,6 @@ time goes to running them.
 """
 import argparse
 import concurrent.futures as cf
-import json
 import os
 import secrets
 import sys
@@ -29,7 +28,7 @@ from stages.core.stage import Call
 from stages.tools import bench, records, verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py (this script's folder is on sys.path)
+from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py (this script's folder is on sys.path)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -164,11 +163,8 @@ for (m, n, k) in shapes:
         del a, b, ref, mag, out
         cp.get_default_memory_pool().free_all_blocks()
 
-path = os.path.join(args.out, "overlap-probe.json")
-with open(path, "w") as f:
-    json.dump({"kind": "overlap-probe", "env": records.environment(),
-               "settings": {"reps": args.reps, "rounds": args.rounds, "variants": names, "repeat": args.repeat},
-               "checks": checks, "rows": rows}, f, indent=1)
+path = save(args.out, "overlap-probe", {"reps": args.reps, "rounds": args.rounds, "variants": names, "repeat": args.repeat},
+            checks=checks, rows=rows)
 failed = [c for c in checks if not c["passed"]] + [r for r in rows if r["check"] not in ("ok",)]
 print(f"wrote {path}; {len(checks)} odd-shape checks, {len(failed)} failures or unavailable", flush=True)
 sys.exit(1 if failed else 0)

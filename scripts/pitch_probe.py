@@ -12,18 +12,16 @@ shapes, where the two rules agree, as a control.
         ->  DIR/pitch-probe.json
 """
 import argparse
-import json
 import os
 import secrets
-from pathlib import Path
 
 import stages
 import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
-from stages.tools import records, verify
+from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py
+from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
 
 SHAPES = [
     # 128 x 256 tiles (a wave at least two thirds full): pairs before, alone now
@@ -99,9 +97,5 @@ for m, n, k in shapes:
     del a, b, ref, mag, out
     cp.get_default_memory_pool().free_all_blocks()
 
-rec = {"kind": "pitch-probe", "env": records.environment(),
-       "settings": {"rounds": args.rounds, "reps": args.reps, "flush_bytes": flush.nbytes},
-       "results": rows}
-path = Path(args.out) / "pitch-probe.json"
-path.write_text(json.dumps(rec, indent=1))
-print("wrote", path)
+print("wrote", save(args.out, "pitch-probe", {"rounds": args.rounds, "reps": args.reps, "flush_bytes": flush.nbytes},
+                   results=rows))

@@ -1,9 +1,12 @@
 """The probe scripts' shared loop (lever_probe.py, overlap_probe.py): stages prepared on the same
 operands, each run once into a NaN-poisoned output and judged against the float64 reference, then
 timed in interleaved rounds so that clock drift between them cancels."""
+import json
+import os
+
 import numpy as np
 
-from stages.tools import verify
+from stages.tools import records, verify
 from stages.tools.timing import time_gpu
 
 
@@ -35,3 +38,12 @@ def interleaved(runs, rounds, reps, flush):
         for name, run in runs.items():
             samples[name] += time_gpu(run, reps=reps, flush=flush).ms
     return {name: float(np.median(s)) for name, s in samples.items()}, samples
+
+
+def save(out_dir, kind, settings, **parts):
+    """Write a probe's record, DIR/<kind>.json: the kind, this machine and its versions
+    (records.environment), the settings, and the parts given (results=rows, ...); returns the path."""
+    path = os.path.join(out_dir, f"{kind}.json")
+    with open(path, "w") as f:
+        json.dump({"kind": kind, "env": records.environment(), "settings": settings, **parts}, f, indent=1)
+    return path

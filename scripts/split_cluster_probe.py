@@ -13,18 +13,16 @@ interleaved rounds (scripts/side_by_side.py).
         [--variants 64x2,...] --out DIR   ->  DIR/split-cluster-probe.json
 """
 import argparse
-import json
 import os
 import secrets
-from pathlib import Path
 
 import stages
 import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
-from stages.tools import records, verify
+from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged  # scripts/side_by_side.py
+from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192), (1, 4096, 14336), (8, 2048, 8192),
           (64, 4096, 4096), (16, 14336, 4096), (1, 1000, 1000)]
@@ -97,10 +95,6 @@ for m, n, k in shapes:
     del a, b, ref, mag, out
     cp.get_default_memory_pool().free_all_blocks()
 
-rec = {"kind": "split-cluster-probe", "env": records.environment(),
-       "settings": {"rounds": args.rounds, "reps": args.reps, "flush_bytes": flush.nbytes,
-                    "stages": {f"{bn}x{s}": st for (bn, s), st in VARIANTS.items()}},
-       "results": rows}
-path = Path(args.out) / "split-cluster-probe.json"
-path.write_text(json.dumps(rec, indent=1))
-print("wrote", path)
+print("wrote", save(args.out, "split-cluster-probe",
+                   {"rounds": args.rounds, "reps": args.reps, "flush_bytes": flush.nbytes,
+                    "stages": {f"{bn}x{s}": st for (bn, s), st in VARIANTS.items()}}, results=rows))
