@@ -143,7 +143,7 @@ MIN_K_TILES_PER_SPLIT = 4
 # That, not rows that are not whole 128-byte lines, is what costs: at M = N = 1000 the 64 x 128
 # tile alone took 0.72-0.74x cuBLAS at K = 1000, 1016, 1032 (rows 16 bytes past a sector) and
 # 0.90-0.92x at K = 992, 1008 (rows 32-byte aligned, not line-aligned), 0.94-0.98x at 960, 1024,
-# 1088 (whole lines); pairs sharing B took 0.82-0.83x at the first three and 0.87-0.88x at the
+# 1088 (whole lines); pairs sharing B took 0.82-0.83x at the first three and 0.86-0.89x at the
 # others (`final_device.sh kpitch`, results/probes/20261201T074000-nvidia-h200-kpitch.json). The
 # rule's clusters are for rows that start mid-sector.
 def sector_misaligned(k: int) -> bool:
