@@ -183,7 +183,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if 2 * tiles < sms:
             if cluster_split and nkt >= 2:
                 for bn in (64, 128):
-                    if 2 * cdiv(n, bn) <= 2 * dev.clusters(2):
+                    if cdiv(n, bn) <= dev.clusters(2):  # one wave of pairs
                         return 64, bn, SPLIT_CLUSTER_RING[(_decode_rows(m), bn)], 1, 1, 1, 2
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
