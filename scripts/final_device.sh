@@ -293,7 +293,15 @@ case ${1:-} in
     run v5-verify-odd-repeat 200 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
   sc-m64)      # (issue 13) pairs for M 17-64 too? the split-cluster probe at those decode shapes
     run sc-probe 300 python3 scripts/split_cluster_probe.py --rounds 5 --variants 64x2,128x2 --shapes 17x4096x4096,32x4096x4096,33x4096x4096,64x4096x4096,64x2048x8192,32x8192x8192,48x4096x14336,24x14336x4096 --out "$LOGS" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64"; exit 2 ;;
+  refresh)     # (issue 13, closing) the GPU idle: every published v5 table re-measured at one commit
+               # (plain beside v4 and cuBLAS, every shape of v5's table, the fused epilogues), then
+               # every epilogue on the odd shapes with 20 fresh-input repeats
+    ALL="$V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1000x1000x4104 --shape 1024x1024x1024 --shape 1536x1536x4096 --shape 1536x2048x4096 --shape 2048x2048x4096 --shape 3000x3000x3000 --shape 4096x4096x4104"
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-v5-shapes 200 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
+    run bench-fused 90 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run v5-verify-odd-repeat 140 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
