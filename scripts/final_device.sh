@@ -301,7 +301,18 @@ case ${1:-} in
     run bench-v5-shapes 200 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
     run bench-fused 90 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
     run v5-verify-odd-repeat 140 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh"; exit 2 ;;
+  n144)        # (issue 13) 128 x 144 tiles where they fit one wave and 128 x 128 would need two: the
+               # side-by-side probe first (GPU idle; every variant judged against float64 first), then
+               # the suite in file order, the tile's GPU tests, every epilogue on shapes the rule
+               # gives it, and the sanitizers, at once
+    S144="--shape 1536x1536x1024 --shape 1500x1530x1024 --shape 1531x1529x2048 --shape 1536x1536x4096"
+    run n144-probe 170 python3 scripts/overlap_probe.py --variants v5,AUTO=0:BM=128:BN=192:STAGES=5,AUTO=0:BM=128:BN=128:STAGES=6 --shapes 1536x1536x4096,1536x1536x1024,1408x1600x4096,1280x1728x4096,1280x1728x8192 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 1500x1530x1024,1531x1529x2048 --repeat 1 --out "$LOGS"
+    run suite-file 290 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run n144-verify 200 python3 -m stages verify v5_fused_epilogue $S144 --epilogue all --repeat 2 &
+    run memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1500x1530x1024 &
+    run racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1500x1530x1024 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -36,7 +36,9 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((2048, 1536, 4096), (128, 192, 5, 1)),
     ((1300, 2048, 1000), (128, 256, 4, 1)),    # 192 would fit, but K = 1000: rows not 128-byte multiples
     ((1024, 2048, 4096), (128, 128, 6, 1)),    # 192: 67%, 128 x 128: 97%
-    ((1536, 1536, 4096), (128, 192, 5, 1)),    # 73% full of 128 x 192
+    ((1536, 1536, 4096), (128, 144, 6, 1)),    # 128 x 144: 132 tiles (128 x 192: 96, 73%)
+    ((1536, 1536, 2048), (128, 144, 6, 1)),
+    ((1536, 1536, 4112), (128, 128, 6, 1)),    # K not whole k-blocks: no 144 (nor 192)
     ((1792, 2048, 4096), (128, 256, 4, 1)),    # 192 would need 154 tiles
     ((128, 4096, 4096), (64, 64, 13, 1)),     # 64 x 128 unsplit: 64 x 64 fills the wave
     ((512, 1024, 4096), (64, 64, 13, 1)),
@@ -501,13 +503,14 @@ def test_cudas_activation_forms_are_right_as_a_knob(runnable):
 
 
 @pytest.mark.hopper
-@pytest.mark.parametrize("bm, bn", [(128, 112), (64, 112), (64, 32)])
+@pytest.mark.parametrize("bm, bn", [(128, 112), (64, 112), (64, 32), (128, 144)])
 def test_the_narrow_tiles_are_right_as_knobs(bm, bn, runnable):
-    """BN 112 and 32 (not multiples of 64: stored directly, the last store pass narrower), which the
-    rule never picks but AUTO=0 reaches: odd shapes, with an epilogue and without."""
+    """BN 112, 144 and 32 (not multiples of 64: stored directly, the last store pass narrower; the
+    rule picks 128 x 144 where its tiles fit one wave, AUTO=0 reaches the others): odd shapes, and
+    one the rule gives 128 x 144, with an epilogue and without."""
     st = runnable("v5_fused_epilogue").variant(AUTO=0, BM=bm, BN=bn, STAGES=v5.TILES[(bm, bn)])
     for case in ("plain", "alpha+bias32+gelu_tanh"):
-        bad = verify.failures(verify.sweep(st, ODD + [(128, 14336, 1000)], **verify.EPILOGUE_CASES[case]))
+        bad = verify.failures(verify.sweep(st, ODD + [(128, 14336, 1000), (1536, 1536, 1024)], **verify.EPILOGUE_CASES[case]))
         assert not bad, "\n".join(bad)
 
 

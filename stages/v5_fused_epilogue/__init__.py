@@ -22,7 +22,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
-TILES = {(128, 256): 4, (128, 192): 5, (128, 128): 6, (128, 112): 6, (128, 64): 8,
+TILES = {(128, 256): 4, (128, 192): 5, (128, 144): 6, (128, 128): 6, (128, 112): 6, (128, 64): 8,
          (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16}
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
@@ -189,11 +189,14 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1, 1
 
-    # 128 x 192 where its tiles fill 70-100% of one wave, 128 x 128 tiles would need a second, and
-    # K is whole k-blocks (rows a multiple of 128 bytes)
-    if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms and \
-            10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
-        return 128, 192, TILES[(128, 192)], 1, 1, 1, 1
+    # Where 128 x 128 tiles would need a second wave and K is whole k-blocks (rows a multiple of
+    # 128 bytes): 128 x 144 where its tiles fit one wave (a smaller tile per SM than 128 x 192's,
+    # stored directly), else 128 x 192 where its tiles fill 70-100% of one
+    if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms:
+        if cdiv(m, 128) * cdiv(n, 144) <= sms:
+            return 128, 144, TILES[(128, 144)], 1, 1, 1, 1
+        if 10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
+            return 128, 192, TILES[(128, 192)], 1, 1, 1, 1
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         # Rows that start mid-sector (sector_misaligned): the loads, not the tensor cores, bound
         # the tile: 2-CTA clusters share B.
@@ -279,7 +282,7 @@ def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
-        (c["BN"] in (32, 64, 112, 128, 192, 256), "BN 32, 64, 112, 128, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (32, 64, 112, 128, 144, 192, 256), "BN 32, 64, 112, 128, 144, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
@@ -329,7 +332,7 @@ def defines_for(call: Call) -> dict:
     # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
     epi = call.epilogue
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev)
-    # (the TMA store stages 64-column boxes: a tile of 112 or 32 columns stores directly)
+    # (the TMA store stages 64-column boxes: a tile of 112, 144 or 32 columns stores directly)
     streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev))
     tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     overlap = epi_overlap(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0

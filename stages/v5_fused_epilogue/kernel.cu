@@ -12,8 +12,8 @@
 //             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the kernel stores C
 //             itself (TMA_STORE=0, chosen per call): staged per 64 columns in shared memory,
 //             then written back row by row, coalesced and bounds-checked.
-//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 64, 128, 192 or 256
-//             (112 and 32 as knobs), chosen per shape on the host (in decode, M <= 32, a ring
+//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 64, 128, 144, 192
+//             or 256 (112 and 32 as knobs), chosen per shape on the host (in decode, M <= 32, a ring
 //             buffer holds only the 16 or 32 rows of A that exist: A_ROWS); `splits` > 1 divides the
 //             k-blocks of every tile among `splits` units (split-K, PARTIAL=1) that write fp32
 //             partial tiles to a workspace, and
@@ -782,6 +782,35 @@ __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long l
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// N = 144: 128 x 144 tiles make exactly one wave where 128 x 192 tiles leave a quarter of the SMs
+// idle and 128 x 128 tiles need a second (1536 x 1536: 132 tiles for 132 SMs, as cuBLAS's
+// nvjet_sm90_hsh_144x128 kernel runs it there; README "The shape rule"). Stored directly.
+__device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], unsigned long long desc_a,
+                                                 unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %74, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71"
+      "}, %72, %73, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], unsigned long long desc_a,
                                                 unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -806,6 +835,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
   wgmma_m64n192k16(d, da, db, scale_d);
 #elif BN == 128
   wgmma_m64n128k16(d, da, db, scale_d);
+#elif BN == 144
+  wgmma_m64n144k16(d, da, db, scale_d);
 #elif BN == 112
   wgmma_m64n112k16(d, da, db, scale_d);
 #elif BN == 64
@@ -813,7 +844,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
 #elif BN == 32
   wgmma_m64n32k16(d, da, db, scale_d);
 #else
-#error "BN must be 32, 64, 112, 128, 192 or 256"
+#error "BN must be 32, 64, 112, 128, 144, 192 or 256"
 #endif
 }
 
