@@ -306,8 +306,8 @@ case ${1:-} in
                # the suite in file order, the tile's GPU tests, every epilogue on shapes the rule
                # gives it, and the sanitizers, at once
     S144="--shape 1536x1536x1024 --shape 1500x1530x1024 --shape 1531x1529x2048 --shape 1536x1536x4096"
-    run n144-probe 170 python3 scripts/overlap_probe.py --variants v5,AUTO=0:BM=128:BN=192:STAGES=5,AUTO=0:BM=128:BN=128:STAGES=6 --shapes 1536x1536x4096,1536x1536x1024,1408x1600x4096,1280x1728x4096,1280x1728x8192 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 1500x1530x1024,1531x1529x2048 --repeat 1 --out "$LOGS"
-    run suite-file 290 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run n144-probe 140 python3 scripts/overlap_probe.py --variants v5,AUTO=0:BM=128:BN=192:STAGES=5,AUTO=0:BM=128:BN=128:STAGES=6 --shapes 1536x1536x4096,1536x1536x1024,1408x1600x4096,1280x1728x4096,1280x1728x8192 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 1500x1530x1024,1531x1529x2048 --repeat 1 --out "$LOGS"
+    run suite-file 270 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run n144-verify 200 python3 -m stages verify v5_fused_epilogue $S144 --epilogue all --repeat 2 &
     run memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1500x1530x1024 &
     run racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1500x1530x1024 &
