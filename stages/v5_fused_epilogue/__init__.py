@@ -125,6 +125,11 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    not a multiple of 128 bytes) it lost to 128 x 256 (results/probes/20261130T185710: 1300 x 2048
 #    x 1000 19.7 against 18.8 us, 1500 x 2000 x 4104 66.0 against 64.0; 1501 x 1999 x 1000, stored
 #    directly, won 22.3 against 23.7), as the narrow tiles did at K = 1000.
+#    128 x 144 before 128 x 192 where its tiles fit one wave (the narrowest tile that does: each
+#    SM computes one, and a 144-wide one is three quarters of 192; cuBLAS runs 144 x 128 tiles at
+#    1536^2 x 4096, results/probes/20261201T101821): 1536^2 x 4096 38.9 -> 33.6 us, 1408 x 1600 x
+#    4096 38.6 -> 33.4, 1280 x 1728 x 4096 39.4 (128 x 128) -> 32.8, 1280 x 1728 x 8192 73.5 ->
+#    56.9, 1536^2 x 1024 15.2 both (results/probes/20261201T102621), though C is stored directly.
 #  * Not picked: tiles that fill one wave exactly as cuBLAS's do (112 columns: 128 tiles at N =
 #    14336; 32 columns: 128 at 1 x 4096 x 4096). Each measured slower than the rule's tile
 #    (results/probes/20261130T163630: 128 x 14336 x 4096 43.2 against 42.5 us; 16 x 14336 x 4096
