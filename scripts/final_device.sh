@@ -20,6 +20,9 @@ STAMP=$(mktemp); touch "$STAMP"
 # v5's shapes: the issue's decode/prefill and tail shapes, then waves under one that SK_FILL shares
 V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
+# the plain table's shapes and the fused-epilogue bench's epilogues and shapes (the published tables)
+BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
+FUSED="--epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
 # v4's ablation ladder (the README's "Ablation" command; rung names in stages/v4_swizzle_pipeline/why.py)
 V4_ABLATION="python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish"
 case ${1:-} in
@@ -34,10 +37,10 @@ case ${1:-} in
     run v5-verify-repeat 100 python3 -m stages verify v5_fused_epilogue --quick --repeat 20
     run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;
   perf)
-    run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run v4-ablation 170 $V4_ABLATION
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
-    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
     run v5-shapes 120 python3 scripts/v5_shapes.py --skip-fused --out "$LOGS"
     run v5-verify-odd 90 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all ;;
@@ -46,7 +49,7 @@ case ${1:-} in
                # the odd shapes with 20 fresh-input repeats
     run act-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "activation or epilogue"
     run act-probe 260 python3 scripts/overlap_probe.py --variants v5,ACT_MATH=2,ACT_MATH=0 --shapes 4096x4096x4096,8192x8192x8192 --epilogues plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu --rounds 5 --out "$LOGS"
-    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run v5-verify-odd-repeat 150 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --epilogue all --repeat 20 ;;
   suites-act)  # the closing check of ACT_MATH: both suite orders and v5's whole verify sweep with
                # every epilogue case, at once
@@ -65,11 +68,11 @@ case ${1:-} in
   bench-big)   # the plain table alone (GPU stages named: with none, bench adds the CPU baseline,
                # minutes at these shapes), then a racecheck of v5 on a shape whose every unit is
                # stream-K
-    run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-big 300 python3 -m stages bench v0_naive v1_tiled v2_cp_async v3_wgmma_tma v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run v5-racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1536x3072x1024 ;;
   v5-streamk)  # v5's benches and checks (as run at b3795de, less the STREAMK=0 timing v5 now refuses)
-    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
-    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run v5-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py tests/test_schedule.py
     run v5-gpu-tests 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_gpu.py -k v5_fused_epilogue
     (OUT=$LOGS BUDGET_S=$(( BUDGET - ($(date +%s) - T0) - 10 )) LOG=$LOGS/sk.log bash scripts/v5_device.sh v5-sk-check >/dev/null) ;;
@@ -89,9 +92,9 @@ case ${1:-} in
     run v5-verify-odd-repeat 100 python3 -m stages verify v5_fused_epilogue $ODD --epilogue alpha+bias32+gelu_tanh --repeat 20 ;;
   defer-perf)  # the published benches v4/v5 need after EPI_DEFER: plain (v4, v5, cuBLAS), v4's
                # ablation with the deferred pass as its last rung, the fused epilogues, v5's shapes
-    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run v4-ablation 200 $V4_ABLATION
-    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish ;;
   final)       # the closing call: both suite orders and the stress run (published) at once, then
                # the published benches of v4/v5 (plain, v5's shapes, fused), the GPU otherwise idle
@@ -99,16 +102,16 @@ case ${1:-} in
     run suite-reversed 420 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run stress 330 python3 -m stages stress --publish --budget 300 &
     wait
-    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-plain 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1024x1024x1024 --publish
-    run bench-fused 100 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
   xor)         # ORDER=3 (the seed's XOR of block indices) for issue 12: the ablation with it
                # (published, GPU idle), then at once: both suite orders, ORDER=3 verified, the
                # shipped v4 verified 20 times with fresh inputs, memcheck/synccheck on a large shape
     run v4-ablation 120 $V4_ABLATION
     run suite-file 300 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 300 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
-    run v4-verify-xor 150 python3 -m stages verify v4_swizzle_pipeline --set ORDER=3 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --shape 1536x3072x1024 --shape 2048x2560x256 &
+    run v4-verify-xor 150 python3 -m stages verify v4_swizzle_pipeline --set ORDER=3 $BIG --shape 1536x3072x1024 --shape 2048x2560x256 &
     run v4-verify-20 250 python3 -m stages verify v4_swizzle_pipeline --repeat 20 &
     run v4-memcheck-large 250 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 4096x4096x1024 --shape 4096x14336x256 &
     run v4-synccheck-large 250 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v4_swizzle_pipeline --shape 4096x4096x1024 &
@@ -122,9 +125,9 @@ case ${1:-} in
     run stress 300 python3 -m stages stress --publish --budget 280 &
     run v5-verify-wave 300 python3 -m stages verify v5_fused_epilogue $WAVE --epilogue all &
     wait
-    run bench-plain 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-plain 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --publish
-    run bench-fused 80 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-fused 80 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run wave-probe 60 python3 scripts/lever_probe.py --only bn --rounds 4 --small-shapes 1536x2048x16384,1300x2048x1000,1200x2500x4104 --out "$LOGS" ;;
   ring)        # decode ring buffers with only the A rows that exist (A_ROWS, issue 13): both suite
                # orders, every epilogue on the odd and decode shapes, the sanitizers on decode
@@ -196,9 +199,9 @@ case ${1:-} in
     run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x4096x4096 --shape 33x3000x4104 &
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1x4096x4096 --shape 33x3000x4104 &
     wait
-    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 80 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --publish
-    run bench-fused 80 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
+    run bench-fused 80 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
   cluster2d)   # (issue 13) clusters along N too (CLUSTER_N: A multicast along a tile row): the
                # cluster GPU tests, every epilogue and the sanitizers on 2 x 2 clusters of 64 x 128,
                # then (GPU idle) 2-D clusters against the rule where v5 trails cuBLAS on small grids
@@ -234,9 +237,9 @@ case ${1:-} in
   rule2x2-perf) # (GPU idle) the rule against the tiles it replaced on shapes it now clusters, some
                # never measured before the rule was set; then the published benches
     run rule2x2-probe 150 python3 scripts/lever_probe.py --only cluster5 --rounds 4 --small 64x128,128x128,128x256 --small-shapes 130x5000x5000,1000x1000x4104,128x14336x4104,130x8192x5000,384x3000x6000,100x8192x4104,200x3000x4104,1000x2000x8200,96x14336x5000,512x4096x4104,1000x1000x1000,300x3000x3000 --out "$LOGS"
-    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --shape 2048x2048x4096 --shape 1536x2048x4096 --shape 1024x1024x1024 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1536x1536x4096 --shape 64x4096x4096 --shape 1000x1000x4104 --publish
-    run bench-fused 90 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish ;;
+    run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
   suites2x2)   # both suite orders at the session's code, then (GPU idle) 2 x 2 clusters of 128 x 128
                # between two thirds of the SMs and the 30 clusters that fit (the rule's threshold)
     run suite-file 360 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
@@ -297,9 +300,9 @@ case ${1:-} in
                # (plain beside v4 and cuBLAS, every shape of v5's table, the fused epilogues), then
                # every epilogue on the odd shapes with 20 fresh-input repeats
     ALL="$V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1000x1000x4104 --shape 1024x1024x1024 --shape 1536x1536x4096 --shape 1536x2048x4096 --shape 2048x2048x4096 --shape 3000x3000x3000 --shape 4096x4096x4104"
-    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 200 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
-    run bench-fused 90 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192 --publish
+    run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run v5-verify-odd-repeat 140 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 ;;
   n144)        # (issue 13) 128 x 144 tiles where they fit one wave and 128 x 128 would need two: the
                # side-by-side probe first (GPU idle; every variant judged against float64 first), then
