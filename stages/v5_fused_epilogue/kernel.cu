@@ -208,24 +208,20 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar));
 }
-// Arrive on the barrier at the same offset in CTA `cta` of the cluster (mapa translates it).
+// The address of the same shared-memory offset in CTA `cta` of the cluster.
+__device__ __forceinline__ unsigned mapa_shared(unsigned addr, unsigned cta) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(cta));
+  return r;
+}
+// Arrive on the barrier at the same offset in CTA `cta` of the cluster.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(bar), "r"(cta) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(mapa_shared(bar, cta)) : "memory");
 }
 // SPLIT_CLUSTER: this thread's earlier stores to CTA `cta`'s shared memory are visible to whoever
 // acquires the barrier's phase (release at cluster scope), and the acquiring wait.
 __device__ __forceinline__ void mbar_arrive_release_cluster(unsigned bar, unsigned cta) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(bar), "r"(cta) : "memory");
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(mapa_shared(bar, cta)) : "memory");
 }
 __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned phase) {
   asm volatile(
@@ -235,11 +231,6 @@ __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned bar, unsigned
       "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT_%=;\n"
       "}\n" ::"r"(bar), "r"(phase) : "memory");
-}
-__device__ __forceinline__ unsigned mapa_shared(unsigned addr, unsigned cta) {
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(cta));
-  return r;
 }
 // Wait until the phase with parity `phase` has completed (each use of a stage flips it).
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned phase) {
