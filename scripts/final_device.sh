@@ -315,7 +315,23 @@ case ${1:-} in
     run memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1500x1530x1024 &
     run racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 1500x1530x1024 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144"; exit 2 ;;
+  v144)        # (issue 13, 2026-12-01) the suites owed for 128 x 144: first (GPU idle) 128 x 144 where one
+               # row of tiles (65 <= M <= 128) is wide enough for the rule to give it, and 64 x 64 tiles in
+               # pairs at 512x1024x4096, side by side; then both suite orders, the stress run (published),
+               # every epilogue on shapes the rule gives 128 x 144, the sanitizers on one such row, at once
+    S144="--shape 1536x1536x1024 --shape 1500x1530x1024 --shape 1531x1529x2048 --shape 100x17000x1024 --shape 128x18000x4096 --shape 97x18001x4100"
+    mkdir -p "$LOGS/row144" "$LOGS/pairs64"
+    run row144-probe 90 python3 scripts/overlap_probe.py --variants v5,AUTO=0:BM=128:BN=192:STAGES=5,AUTO=0:BM=128:BN=128:STAGES=6 --shapes 128x18000x4096,100x17920x4096,96x18944x4096,128x17000x8192 --epilogues plain --rounds 4 --verify-shapes 100x17000x1024 --repeat 1 --out "$LOGS/row144"
+    run pairs64-probe 60 python3 scripts/overlap_probe.py --variants v5,AUTO=0:BM=64:BN=64:STAGES=13:CLUSTER_M=2,AUTO=0:BM=64:BN=64:STAGES=13:CLUSTER_N=2 --shapes 512x1024x4096,512x1024x8192,256x1024x4096 --epilogues plain --rounds 4 --verify-shapes 500x1000x1000 --repeat 1 --out "$LOGS/pairs64"
+    run suite-file 420 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 420 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 280 python3 -m stages stress --publish --budget 250 &
+    run v144-verify 330 python3 -m stages verify v5_fused_epilogue $S144 --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 100x17000x256 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 100x17000x256 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 100x17000x256 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
