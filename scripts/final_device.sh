@@ -331,7 +331,12 @@ case ${1:-} in
     run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 100x17000x256 &
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 100x17000x256 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144"; exit 2 ;;
+  reversed)    # the suite in reverse order alone (beside v144's six other steps it ran out of its 420 s at
+               # ~97%), and every epilogue on the odd shapes with 20 fresh-input repeats, at once
+    run suite-reversed 500 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run v5-verify-odd-repeat 300 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
