@@ -336,7 +336,12 @@ case ${1:-} in
     run suite-reversed 500 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run v5-verify-odd-repeat 300 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed"; exit 2 ;;
+  publish)     # (GPU idle) refresh's three published benches, v5's table with two more 128 x 144 shapes
+    ALL="$V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1000x1000x4104 --shape 1024x1024x1024 --shape 1536x1536x4096 --shape 1408x1600x4096 --shape 1280x1728x8192 --shape 1536x2048x4096 --shape 2048x2048x4096 --shape 3000x3000x3000 --shape 4096x4096x4104"
+    run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
+    run bench-v5-shapes 250 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
