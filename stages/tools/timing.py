@@ -77,8 +77,9 @@ def time_gpu(run, reps: int = 30, warmup: int = 5, flush: L2Flusher | None = Non
 
     `warmup` launches first; with `warmup_ms` > 0, then the timed loop's own pattern (flush and
     launch) until at least that much GPU time has passed, so that the clock has risen from
-    whatever idle gap came before (a launch timed right after the host judged an output read up to
-    0.5 us slower at 1 x 4096 x 4096: scripts/order_probe.py)."""
+    whatever idle gap came before. Measured (scripts/order_probe.py, results/probes/
+    20261201T121212-nvidia-h200-order-probe.json): 25 ms of it changed neither the order effects
+    nor the medians beyond the run-to-run spread, so the bench keeps 0."""
     cp = gpu.cupy()
     for _ in range(warmup):
         run()
