@@ -341,7 +341,22 @@ case ${1:-} in
     run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 250 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish"; exit 2 ;;
+  copy)        # (issue 13) the padded copy as one kernel, the main kernel its dependent launch, and
+               # PAD_SECTOR (copy rows that start mid-sector): first (GPU idle) the side-by-side probe
+               # against the shipped rule, then the copy's GPU tests, every epilogue on odd shapes
+               # through the copy (K % 8 != 0, and PAD_SECTOR's), and the sanitizers on both, at once
+    CS="--shape 1000x1000x1000 --shape 999x1001x1000 --shape 33x300x1000 --shape 3x4097x200 --shape 129x7x4104 --shape 600x1000x1000"
+    CK="--shape 1000x1000x1001 --shape 33x300x13 --shape 1500x2600x1001 --shape 4x4096x4100 --shape 129x7x4101 --shape 17x4097x1"
+    mkdir -p "$LOGS/copy"
+    run copy-probe 200 python3 scripts/overlap_probe.py --variants v5,PAD_SECTOR=100000 --shapes 1000x1000x1000,999x1001x1000,600x1000x1000,1000x1000x4104,130x5000x5000,2000x2000x2008,512x4096x4104,128x14336x4104,3000x3000x3000,4096x4096x4104,1000x1000x1001,1500x2600x1001 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 1000x1000x1000,33x300x1000,3x4097x200,1000x1000x1001,129x7x4101 --repeat 1 --out "$LOGS/copy"
+    run copy-tests 250 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "padded or every_path or split or misalign or torch" &
+    run copy-verify-sector 250 python3 -m stages verify v5_fused_epilogue --set PAD_SECTOR=100000 $CS --epilogue all --repeat 2 &
+    run copy-verify-k8 250 python3 -m stages verify v5_fused_epilogue $CK --epilogue all --repeat 2 &
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set PAD_SECTOR=100000 --shape 999x1001x1000 --shape 33x300x13 &
+    run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set PAD_SECTOR=100000 --shape 999x1001x1000 --shape 33x300x13 &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set PAD_SECTOR=100000 --shape 999x1001x1000 --shape 33x300x13 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

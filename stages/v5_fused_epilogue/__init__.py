@@ -17,7 +17,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
-          "ACT_MATH": 1, "SPLIT_CLUSTER": 0}
+          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -45,6 +45,7 @@ ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 assert set(ACT_CODE) - {None} == set(ACTIVATIONS)
 BIAS_CODE = {None: 0, np.dtype(np.float16): 1, np.dtype(np.float32): 2}
 REDUCE_THREADS = 256
+PAD_WARPS = 8  # the padded copy's warps per block (kernel.cu gemm_v5_fused_epilogue_pad: one row each)
 _NULL = np.uint64(0)
 _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is stored directly
 
@@ -156,6 +157,27 @@ def sector_misaligned(k: int) -> bool:
     return (2 * k) % 32 != 0
 
 
+# The padded copy (plan, kernel.cu gemm_v5_fused_epilogue_pad): where TMA cannot read A and B as
+# they are (K % 8 != 0; a base that is not 16-byte aligned, which only the call's pointers tell),
+# and, with PAD_SECTOR = t > 0, where K's rows start mid-sector and M x N <= t x 2^20: one copy
+# into rows of a multiple of PAD_K, after which the rows start on whole lines. The rule then
+# chooses the tile for the K the kernel runs (_rule_k): the copy's rows are aligned. (The k-block
+# count is the same either way: PAD_K is 8 or 64.)
+def copies_by_shape(m: int, n: int, k: int, c: dict) -> bool:
+    """Whether A and B are copied into padded rows for the shape alone (not the pointers)."""
+    return k % 8 != 0 or bool(c["PAD_SECTOR"] and sector_misaligned(k) and m * n <= c["PAD_SECTOR"] << 20)
+
+
+def padded_k(k: int, c: dict) -> int:
+    """The K of the padded copies: K rounded up to a multiple of PAD_K."""
+    return cdiv(k, c["PAD_K"]) * c["PAD_K"]
+
+
+def _rule_k(m: int, n: int, k: int, c: dict) -> int:
+    """The K the shape rule sees: the padded copies' where the shape alone decides to copy."""
+    return padded_k(k, c) if copies_by_shape(m, n, k, c) else k
+
+
 # Decode, M <= 64, where 64 x 128 tiles fill under half a wave: K split in two inside 2-CTA
 # clusters (SPLIT_CLUSTER, kernel.cu), 64-column tiles where two of each fit one wave, else 128;
 # the ring depth with 16, 32 or 64 rows of A per buffer next to the received partial tile (64 x
@@ -242,7 +264,7 @@ def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, i
     if c["SPLIT_CLUSTER"] > 1 and not c["AUTO"]:  # the cluster's CTAs are the split
         return c["BM"], c["BN"], c["STAGES"], 1
     if c["AUTO"]:
-        bm, bn, stages, splits = _auto(m, n, k, dev, c["MAX_SPLITS"], _cluster_split_ok(c))[:4]
+        bm, bn, stages, splits = _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c))[:4]
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
             stages = min(stages, TILES[(bm, bn)])
         return bm, bn, stages, splits
@@ -268,7 +290,7 @@ def split_cluster(m: int, n: int, k: int, c: dict, dev) -> int:
     every rank's range of k-blocks is non-empty."""
     s, nkt = c["SPLIT_CLUSTER"], cdiv(k, 64)
     if c["AUTO"]:
-        s = _auto(m, n, k, dev, c["MAX_SPLITS"], _cluster_split_ok(c))[6]
+        s = _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c))[6]
     s = max(s, 1)
     while s > 1 and cdiv(nkt, s) * (s - 1) >= nkt:
         s //= 2
@@ -279,7 +301,7 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
     the rule's choice."""
     if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
-        return _auto(m, n, k, dev, c["MAX_SPLITS"], _cluster_split_ok(c))[4:6]
+        return _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c))[4:6]
     return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
@@ -309,6 +331,7 @@ def check_config(c: dict) -> None:
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
+        (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
         (c["SPLIT_CLUSTER"] in (0, 1, 2, 4, 8), "SPLIT_CLUSTER 0 (the rule's), 1 (none), 2, 4 or 8 (the CTAs of a cluster that split one tile's K, AUTO=0)"),
@@ -348,6 +371,7 @@ def defines_for(call: Call) -> dict:
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c and not overlap else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(call.m, call.n, call.k, call.cfg, call.dev),
+            "AFTER_COPY": int(copies(call) and bool(call.cfg["PDL"])),
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev)))}
 
 
@@ -466,8 +490,11 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
 
 
-def _copy_into(dst, src, k: int) -> None:
-    dst[:, :k] = src
+def copies(call: Call) -> bool:
+    """Whether this call copies A and B into padded rows first: for its shape, or for a base that
+    is not 16-byte aligned (a Call without operands, as the probes build, counts as aligned)."""
+    misaligned = any(x is not None and x.data.ptr % 16 for x in (call.a, call.b))
+    return copies_by_shape(call.m, call.n, call.k, call.cfg) or misaligned
 
 
 def plan(call: Call, kernels) -> list:
@@ -478,15 +505,19 @@ def plan(call: Call, kernels) -> list:
     bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev)
     steps = []
     a, b, k_run = call.a, call.b, k
-    if k % 8 or a.data.ptr % 16 or b.data.ptr % 16:
+    after_copy = False
+    if copies(call):
         # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
         # Costs one read and write of A and B per call (README: "Where TMA cannot go"). PAD_K = 64
         # pads the rows to whole 128-byte lines while copying anyway (8 would do for TMA; the rows
-        # would then be misaligned, README "Clusters: B shared at large shapes ...").
-        k_run = cdiv(k, call.cfg["PAD_K"]) * call.cfg["PAD_K"]
-        a_pad, b_pad = cp.zeros((m, k_run), cp.float16), cp.zeros((n, k_run), cp.float16)
-        steps += [functools.partial(_copy_into, a_pad, a, k), functools.partial(_copy_into, b_pad, b, k)]
-        a, b = a_pad, b_pad
+        # would then be misaligned, README "Clusters: B shared at large shapes ..."). One launch
+        # copies both; the main kernel is its programmatic dependent where PDL=1 (AFTER_COPY).
+        k_run = padded_k(k, call.cfg)
+        a_pad, b_pad = cp.empty((m, k_run), cp.float16), cp.empty((n, k_run), cp.float16)
+        blocks = min(cdiv(m + n, PAD_WARPS), 8 * call.dev.sm_count)
+        steps.append(kernels.launcher((a, b, a_pad, b_pad, np.int32(m), np.int32(n), np.int32(k), np.int32(k_run)),
+                                      "gemm_v5_fused_epilogue_pad", grid=(blocks, 1, 1), block=(32 * PAD_WARPS, 1, 1)))
+        a, b, after_copy = a_pad, b_pad, bool(call.cfg["PDL"])
     tma_c = call.cfg["TMA_STORE"]  # defines_for: 1 only where C is a tensor map and K is not split
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2
@@ -502,7 +533,7 @@ def plan(call: Call, kernels) -> list:
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
-    steps.append(kernels.launcher(args))
+    steps.append(kernels.launcher(args, dependent=after_copy))
     if splits > 1 and not fixup:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher(

@@ -66,6 +66,9 @@
 #ifndef PDL
 #define PDL 0           // PARTIAL with the reduce kernel: 1 launches it as a programmatic dependent
 #endif                  // of this one (griddepcontrol; the host's dependent launch), 0 after it
+#ifndef AFTER_COPY
+#define AFTER_COPY 0    // 1: A and B are the padded copy's (plan: K % 8 != 0, a misaligned base, or
+#endif                  // PAD_SECTOR's rows that start mid-sector), and this kernel its dependent launch
 #define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
 #define FIX_S 8         // ... and splits of each loaded together
 
@@ -917,6 +920,12 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if CTAS > 1
   cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
 #endif
+#if AFTER_COPY
+  // Launched as a programmatic dependent of the copy kernel (below), this block may have started
+  // while A and B were still being written: wait until that grid has finished and its writes are
+  // visible. Everything above (addresses, barriers) overlapped the copy.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
 
   if (warpgroup == 0) {
     // ---- load: the producer warpgroup; one thread issues every copy --------------------------
@@ -1385,6 +1394,37 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if CTAS > 1
   cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
 #endif
+}
+
+
+// ---- the padded copy: A and B into rows of KP halves (a multiple of PAD_K), zeros past K ---------
+// Where TMA cannot read A or B as they are (K % 8 != 0, a base not 16-byte aligned) or where the
+// host copies rows that start mid-sector (PAD_SECTOR), plan() runs this before the main kernel, which
+// it launches as a programmatic dependent (AFTER_COPY). One warp per row, 16 bytes per lane per
+// step: 16-byte loads where the rows allow them, halves otherwise. Every element of the copy is
+// written, the zeros included, so the copies need no fill of their own.
+extern "C" __global__ void __launch_bounds__(256)
+gemm_v5_fused_epilogue_pad(const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ ap,
+                           __half* __restrict__ bp, int M, int N, int K, int KP) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");  // the main kernel may start its prologue
+  const int lane = threadIdx.x % 32, warps = gridDim.x * (blockDim.x / 32);
+  const bool vec = K % 8 == 0 && ((reinterpret_cast<size_t>(a) | reinterpret_cast<size_t>(b)) % 16) == 0;
+  for (int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < M + N; r += warps) {
+    const __half* src = r < M ? a + (size_t)r * K : b + (size_t)(r - M) * K;
+    uint4* dst = reinterpret_cast<uint4*>(r < M ? ap + (size_t)r * KP : bp + (size_t)(r - M) * KP);
+    for (int c = 8 * lane; c < KP; c += 256) {
+      uint4 v;
+      if (vec && c + 8 <= K) {
+        v = __ldg(reinterpret_cast<const uint4*>(src + c));
+      } else {
+        __align__(16) __half h[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) h[e] = c + e < K ? src[c + e] : __float2half(0.0f);
+        v = *reinterpret_cast<const uint4*>(h);
+      }
+      dst[c / 8] = v;
+    }
+  }
 }
 
 
