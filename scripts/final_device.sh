@@ -23,6 +23,9 @@ ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --s
 # the plain table's shapes and the fused-epilogue bench's epilogues and shapes (the published tables)
 BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
 FUSED="--epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
+# v5's published table (refresh), the 128 x 144 shapes it gained (publish, closing2)
+TABLE="$V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1000x1000x4104 --shape 1024x1024x1024 --shape 1536x1536x4096 --shape 1536x2048x4096 --shape 2048x2048x4096 --shape 3000x3000x3000 --shape 4096x4096x4104"
+N144="--shape 1408x1600x4096 --shape 1280x1728x8192"
 # v4's ablation ladder (the README's "Ablation" command; rung names in stages/v4_swizzle_pipeline/why.py)
 V4_ABLATION="python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 --variant GROUP_M=32 --shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096 --publish"
 case ${1:-} in
@@ -299,7 +302,7 @@ case ${1:-} in
   refresh)     # (issue 13, closing) the GPU idle: every published v5 table re-measured at one commit
                # (plain beside v4 and cuBLAS, every shape of v5's table, the fused epilogues), then
                # every epilogue on the odd shapes with 20 fresh-input repeats
-    ALL="$V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1000x1000x4104 --shape 1024x1024x1024 --shape 1536x1536x4096 --shape 1536x2048x4096 --shape 2048x2048x4096 --shape 3000x3000x3000 --shape 4096x4096x4104"
+    ALL="$TABLE"
     run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 200 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
     run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish
@@ -337,7 +340,7 @@ case ${1:-} in
     run v5-verify-odd-repeat 300 python3 -m stages verify v5_fused_epilogue $ODD --shape 4095x4097x4104 --shape 3x4097x200 --epilogue all --repeat 20 &
     wait ;;
   publish)     # (GPU idle) refresh's three published benches, v5's table with two more 128 x 144 shapes
-    ALL="$V5SHAPES --shape 16x4096x4096 --shape 1x8192x8192 --shape 1x4096x14336 --shape 8x2048x8192 --shape 32x4096x4096 --shape 64x4096x4096 --shape 48x4096x14336 --shape 128x2048x8192 --shape 130x5000x5000 --shape 512x1024x4096 --shape 1000x1000x4104 --shape 1024x1024x1024 --shape 1536x1536x4096 --shape 1408x1600x4096 --shape 1280x1728x8192 --shape 1536x2048x4096 --shape 2048x2048x4096 --shape 3000x3000x3000 --shape 4096x4096x4104"
+    ALL="$TABLE $N144"
     run bench-plain 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 250 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL --publish
     run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
@@ -356,7 +359,19 @@ case ${1:-} in
     run racecheck 250 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set PAD_SECTOR=100000 --shape 999x1001x1000 --shape 33x300x13 &
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set PAD_SECTOR=100000 --shape 999x1001x1000 --shape 33x300x13 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy"; exit 2 ;;
+  closing2)    # (issue 13, the session's close) both suite orders and the stress run (published) at once,
+               # then (GPU idle) the published benches: plain, v5's table with the padded copy's shapes
+               # (K % 8 != 0) added, the fused epilogues
+    ALL="$TABLE $N144"
+    COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
+    run suite-file 420 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 420 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 300 python3 -m stages stress --publish --budget 200 &
+    wait
+    run bench-plain 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
+    run bench-v5-shapes 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish
+    run bench-fused 60 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

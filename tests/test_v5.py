@@ -492,6 +492,44 @@ def test_every_epilogue_on_odd_shapes(case, runnable):
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("shape, k_rule", [((1000, 1000, 1001), 1024), ((33, 300, 13), 64), ((4095, 4097, 4101), 4160),
+                                           ((1000, 1000, 1000), 1000), ((4096, 4096, 4104), 4104), ((3, 7, 1), 64)])
+def test_the_rule_chooses_for_the_k_the_kernel_runs(shape, k_rule):
+    """Where the shape alone makes the plan copy A and B (K % 8 != 0), the rule chooses tile,
+    clusters and split for the copies' K (a multiple of PAD_K: rows on whole lines, so no clusters
+    for misaligned rows), and geometry, defines_for and plan agree; elsewhere, the call's K. With
+    PAD_SECTOR the rows that start mid-sector are copied too, on grids up to its M x N."""
+    m, n, k = shape
+    assert v5._rule_k(m, n, k, V5.defines) == k_rule
+    assert v5.shape_config(m, n, k, V5.defines, DEV) == v5.shape_config(m, n, k_rule, V5.defines, DEV)
+    assert v5.cluster_for(m, n, k, V5.defines, DEV) == v5.cluster_for(m, n, k_rule, V5.defines, DEV)
+    call = Call(None, None, _AlignedOut, m, n, k, V5.defines, DEV, contract.PLAIN)
+    d = v5.defines_for(call)
+    assert d["AFTER_COPY"] == int(k % 8 != 0)  # (PDL=1, shipped: the main kernel a dependent launch)
+    assert v5.geometry(m, n, k, V5.defines, DEV).cluster[0] == d["CLUSTER_M"] * d["CLUSTER_N"] * d["SPLIT_CLUSTER"]
+    sector = {**V5.defines, "PAD_SECTOR": 1}  # M x N up to 2^20
+    assert v5.copies_by_shape(1000, 1000, 1000, sector) and not v5.copies_by_shape(1025, 1024, 1000, sector)
+    assert not v5.copies_by_shape(1000, 1000, 1008, sector)  # 32-byte aligned rows: never
+
+
+class _AlignedOut:  # what defines_for reads of `out`: a 16-byte aligned pointer
+    class data:
+        ptr = 0
+
+
+@pytest.mark.hopper
+def test_sector_copies_are_right_as_a_knob(runnable):
+    """PAD_SECTOR (a knob, measured slower): rows that start mid-sector copied into whole lines by
+    the copy kernel, the main kernel its dependent launch, on the odd shapes and misaligned-K ones,
+    every epilogue case."""
+    st = runnable("v5_fused_epilogue").variant(PAD_SECTOR=100000)
+    shapes = ODD + [(999, 1001, 1000), (33, 300, 1000), (3, 4097, 200)]
+    assert all(v5.copies_by_shape(*s, st.defines) for s in shapes if s[2] % 16 == 8)
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, shapes, **kw))
+        assert not bad, "\n".join(bad)
+
+
 @pytest.mark.hopper
 def test_cudas_activation_forms_are_right_as_a_knob(runnable):
     """ACT_MATH=0 (CUDA's erff, __expf, __fdividef), kept to measure against, on the odd shapes,
