@@ -58,7 +58,7 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((1024, 1024, 1024), (64, 128, 8, 1)),     # 16 whole k-blocks
     ((1000, 1000, 1024), (64, 128, 8, 1)),
     ((1024, 1024, 1000), (64, 128, 8, 1)),     # 16 k-blocks, the last partial: 2-CTA clusters
-    ((1024, 1024, 900), (128, 128, 6, 1)),     # 15 k-blocks, the last partial
+    ((1024, 1024, 900), (64, 128, 8, 1)),      # K % 8 != 0: the copies' K, 960, 15 whole k-blocks
     ((600, 1000, 1000), (64, 128, 8, 1)),      # 80 tiles of 64 x 128: over half a wave, clusters
     ((500, 1000, 1000), (128, 128, 6, 1)),     # 64 tiles of 64 x 128: under half a wave
     ((16, 14336, 4096), (64, 128, 11, 1)),   # 16 rows of A per buffer: 11 buffers
