@@ -505,19 +505,19 @@ def plan(call: Call, kernels) -> list:
     bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev)
     steps = []
     a, b, k_run = call.a, call.b, k
-    after_copy = False
     if copies(call):
         # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
         # Costs one read and write of A and B per call (README: "Where TMA cannot go"). PAD_K = 64
         # pads the rows to whole 128-byte lines while copying anyway (8 would do for TMA; the rows
         # would then be misaligned, README "Clusters: B shared at large shapes ..."). One launch
-        # copies both; the main kernel is its programmatic dependent where PDL=1 (AFTER_COPY).
+        # copies both; the main kernel is its programmatic dependent where PDL=1 (defines_for's
+        # AFTER_COPY, which makes the kernel wait for the copy).
         k_run = padded_k(k, call.cfg)
         a_pad, b_pad = cp.empty((m, k_run), cp.float16), cp.empty((n, k_run), cp.float16)
         blocks = min(cdiv(m + n, PAD_WARPS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher((a, b, a_pad, b_pad, np.int32(m), np.int32(n), np.int32(k), np.int32(k_run)),
                                       "gemm_v5_fused_epilogue_pad", grid=(blocks, 1, 1), block=(32 * PAD_WARPS, 1, 1)))
-        a, b, after_copy = a_pad, b_pad, bool(call.cfg["PDL"])
+        a, b = a_pad, b_pad
     tma_c = call.cfg["TMA_STORE"]  # defines_for: 1 only where C is a tensor map and K is not split
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2
@@ -533,7 +533,7 @@ def plan(call: Call, kernels) -> list:
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
-    steps.append(kernels.launcher(args, dependent=after_copy))
+    steps.append(kernels.launcher(args, dependent=bool(call.cfg["AFTER_COPY"])))
     if splits > 1 and not fixup:
         blocks = min(cdiv(m * n, REDUCE_THREADS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher(
