@@ -34,9 +34,10 @@
 //             reduce kernel launched as a programmatic dependent of this one (PDL).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
-// Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; the host pads a
-//             copy otherwise, to a multiple of PAD_K = 64: whole 128-byte rows); the C tensor map
-//             also needs N % 8 == 0 and an aligned out.
+// Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; otherwise
+//             gemm_v5_fused_epilogue_pad copies them first, to a multiple of PAD_K = 64: whole
+//             128-byte rows, and this kernel is its programmatic dependent, AFTER_COPY); the C
+//             tensor map also needs N % 8 == 0 and an aligned out.
 // Launch:     1-D grid of CTAS x min(units, clusters that fit at once) blocks (CTAS =
 //             CLUSTER_M x CLUSTER_N x SPLIT_CLUSTER; the host asks the driver how many fit), or all of
 //             those where SK_FILL splits a wave under one (PERSISTENT=1; one per unit if 0), unit =
