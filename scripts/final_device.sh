@@ -371,7 +371,12 @@ case ${1:-} in
     run bench-plain 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish
     run bench-v5-shapes 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish
     run bench-fused 60 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2"; exit 2 ;;
+  owed)        # (issue 13, 2026-12-01, sixteenth session) what the last session could not run at its final
+               # code (3c620bd): the suite in reverse order and the stress run (published), at once
+    run suite-reversed 540 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run stress 420 python3 -m stages stress --publish --budget 360 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
