@@ -376,7 +376,19 @@ case ${1:-} in
     run suite-reversed 540 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run stress 420 python3 -m stages stress --publish --budget 360 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed"; exit 2 ;;
+  swap)        # (issue 13, 2026-12-01) decode with the operands swapped (SWAP_AB=1, a knob: C^T's 128 x 16/32/64
+               # tiles, the weight on the wgmma's 64-row side): first (GPU idle) side by side against the rule
+               # and cuBLAS, then its GPU tests, every epilogue on the shapes it swaps, the sanitizers, at once
+    SW="--shape 1x8449x13 --shape 3x10001x4104 --shape 17x9000x1 --shape 33x12345x1000 --shape 64x16896x72 --shape 16x14336x4096 --shape 7x14335x129"
+    mkdir -p "$LOGS/swap"
+    run swap-probe 220 python3 scripts/overlap_probe.py --variants v5,SWAP_AB=1 --shapes 16x14336x4096,1x14336x4096,8x14336x4096,32x14336x4096,64x14336x4096,16x12288x4096,16x14336x8192,16x8448x4096 --epilogues plain,bias+gelu_tanh --rounds 5 --verify-shapes 16x14336x4096,3x10001x4104 --repeat 1 --out "$LOGS/swap"
+    run swap-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k swap &
+    run swap-verify 220 python3 -m stages verify v5_fused_epilogue --set SWAP_AB=1 $SW --epilogue all --repeat 2 &
+    run memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set SWAP_AB=1 --shape 3x10001x200 --shape 33x9000x72 &
+    run racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set SWAP_AB=1 --shape 3x10001x200 --shape 33x9000x72 &
+    run synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set SWAP_AB=1 --shape 3x10001x200 --shape 33x9000x72 &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

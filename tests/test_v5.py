@@ -109,6 +109,10 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
     for a_rows, depth in v5.DECODE_RING.items():
         compiled = V5.compile("sm_90a", {"BM": 64, "BN": 128, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": 1, "BIAS": 2})
         assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, a_rows
+    for bn, depth in v5.SWAP_RING.items():  # C^T's tiles (SWAP_AB): stored directly
+        compiled = V5.compile("sm_90a", {"BM": 128, "BN": bn, "STAGES": depth, "A_ROWS": 128, "TMA_STORE": 0,
+                                         "BIAS": 2, "STREAMK": 0, "SWAP_AB": 1})
+        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, bn
     for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # (the larger staging of the two C paths)
         for tma_store in (0, 1):
             compiled = V5.compile("sm_90a", {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": tma_store,
@@ -122,6 +126,11 @@ def _every_build():
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
     partials, which store directly); per call (defines_for) with and without the stream-K fixup
     (not with split K) and, on the TMA path of 128 x 256 tiles, with and without EPI_DEFER."""
+    for bn, depth in v5.SWAP_RING.items():  # C^T's decode tiles (SWAP_AB): direct store, no split
+        for act in v5.ACT_CODE.values():
+            for bias in (0, 2):
+                yield {"BM": 128, "BN": bn, "STAGES": depth, "A_ROWS": 128, "ACT": act, "BIAS": bias, "TMA_STORE": 0,
+                       "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1}
     tiles = [(bm, bn, depth, bm) for (bm, bn), depth in v5.TILES.items()]
     tiles += [(64, 128, depth, a_rows) for a_rows, depth in v5.DECODE_RING.items()]
     for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # K split in 2-CTA clusters (no stream-K)
@@ -463,6 +472,8 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(EPI_DEFER=3)
     with pytest.raises(ValueError, match="EPI_OVERLAP 0, 1, 2 or 3"):
         V5.variant(EPI_OVERLAP=4)
+    with pytest.raises(ValueError, match="SWAP_AB=1 with AUTO=1"):
+        V5.variant(AUTO=0, SWAP_AB=1)
 
 
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
@@ -527,6 +538,43 @@ def test_sector_copies_are_right_as_a_knob(runnable):
     assert all(v5.copies_by_shape(*s, st.defines) for s in shapes if s[2] % 16 == 8)
     for case, kw in verify.EPILOGUE_CASES.items():
         bad = verify.failures(verify.sweep(st, shapes, **kw))
+        assert not bad, "\n".join(bad)
+
+
+# SWAP_AB (a knob): the shapes where the rule swaps (M <= 64, 66 to 132 tiles of 128 rows of the
+# weight), odd ones among them (K % 8 != 0 through the copy, N odd: C's rows misaligned)
+SWAP_SHAPES = [(1, 8449, 13), (3, 10001, 4104), (17, 9000, 1), (33, 12345, 1000), (64, 16896, 72),
+               (16, 14336, 4096), (7, 14335, 129)]
+
+
+@pytest.mark.parametrize("shape, swap, bn", [((16, 14336, 4096), True, 16), ((1, 14336, 4096), True, 16),
+                                             ((24, 14336, 4096), True, 32), ((48, 14336, 4096), True, 64),
+                                             ((64, 8448, 4096), True, 64), ((65, 14336, 4096), False, None),
+                                             ((16, 8320, 4096), False, None), ((16, 16897, 4096), False, None),
+                                             ((1, 4096, 4096), False, None), ((128, 14336, 4096), False, None)])
+def test_the_swap_takes_only_the_unsplit_decode_tiles_of_one_wave(shape, swap, bn):
+    """SWAP_AB=1: C^T's 128 x BN tiles where the rule would run unsplit 64 x 128 decode tiles (M <= 64,
+    at least half a wave of them) that fit one wave; BN the rows of x rounded up to 16, 32, 64; the
+    grid one block per tile of the weight, three warpgroups; without SWAP_AB never."""
+    c = {**V5.defines, "SWAP_AB": 1}
+    assert v5.swapped(*shape, c, DEV) == swap
+    assert not v5.swapped(*shape, V5.defines, DEV)
+    if swap:
+        assert v5.shape_config(*shape, c, DEV) == (128, bn, v5.SWAP_RING[bn], 1)
+        assert v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
+        launch = v5.geometry(*shape, c, DEV)
+        assert launch.grid == (cdiv(shape[1], 128), 1, 1) and launch.block == (384, 1, 1)
+        assert not v5.streamk_pays(*shape, c, DEV)
+    assert all(v5.swapped(*s, c, DEV) for s in SWAP_SHAPES)
+
+
+@pytest.mark.hopper
+def test_swapped_decode_is_right_as_a_knob(runnable):
+    """SWAP_AB=1 (a knob): C^T's tiles from the operands swapped, stored transposed, the bias per
+    tile row, on the shapes the rule swaps, every epilogue case."""
+    st = runnable("v5_fused_epilogue").variant(SWAP_AB=1)
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, SWAP_SHAPES, **kw))
         assert not bad, "\n".join(bad)
 
 

@@ -17,7 +17,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
-          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0}
+          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -195,39 +195,57 @@ def _rule_k(m: int, n: int, k: int, c: dict) -> int:
 # 4096 x 4096 21.0 -> 18.7 (18.0), 64 x 2048 x 8192 20.2 -> 19.9 (19.2), 32 x 8192 x 8192 49.9 ->
 # 46.1 (44.0, 128 columns), 48 x 4096 x 14336 44.3 -> 42.0 (43.1); 24 x 14336 x 4096, unsplit
 # by the rule, 40.4 against 42.1 in pairs.
+# Decode with the operands swapped (SWAP_AB=1, a knob): where the rule runs unsplit 64 x 128
+# decode tiles (M <= 64, at least half a wave of them) and 128-row tiles of the weight fit one
+# wave, the kernel computes 128 x BN tiles of C^T = W x^T instead: the weight on the wgmma's
+# 64-row side (two consumer warpgroups), the M rows of x as its N (BN = 16, 32 or 64), stored
+# transposed (kernel.cu SWAP_AB). As cuBLAS's decode kernel does (`nvjet_sm90_hsh_128x16_64x11`,
+# README "Open questions"). The ring depth per BN (128 x 64 of W plus BN x 64 of x per buffer,
+# next to the direct store's staging and a fp32 bias: tests/test_v5.py reads it back).
+SWAP_RING = {16: 11, 32: 10, 64: 8}
+
+
+def _swap_bn(m: int) -> int:
+    """The swapped tile's width: the rows of x rounded up to 16, 32 or 64."""
+    return 16 if m <= 16 else 32 if m <= 32 else 64
+
+
 SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (64, 64): 12, (64, 128): 7}
 
 
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
-          cluster_split: bool = True) -> tuple[int, int, int, int, int, int, int]:
-    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER) by the rule above."""
+          cluster_split: bool = True, swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
+    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
+    (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
     nkt = cdiv(k, 64)
     if m <= 64:
         tiles = cdiv(n, 128)
+        if swap and sms <= 2 * tiles and tiles <= sms:  # the unsplit decode tiles, one wave
+            return 128, _swap_bn(m), SWAP_RING[_swap_bn(m)], 1, 1, 1, 1, True
         splits = 1
         if 2 * tiles < sms:
             if cluster_split and nkt >= 2:
                 for bn in (64, 128):
                     if cdiv(n, bn) <= dev.clusters(2):  # one wave of pairs
-                        return 64, bn, SPLIT_CLUSTER_RING[(_decode_rows(m), bn)], 1, 1, 1, 2
+                        return 64, bn, SPLIT_CLUSTER_RING[(_decode_rows(m), bn)], 1, 1, 1, 2, False
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
-        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1, 1
+        return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1, 1, False
 
     # Where 128 x 128 tiles would need a second wave and K is whole k-blocks (rows a multiple of
     # 128 bytes): 128 x 144 where its tiles fit one wave (a smaller tile per SM than 128 x 192's,
     # stored directly), else 128 x 192 where its tiles fill 70-100% of one
     if k % 64 == 0 and cdiv(m, 128) * cdiv(n, 128) > sms:
         if cdiv(m, 128) * cdiv(n, 144) <= sms:
-            return 128, 144, TILES[(128, 144)], 1, 1, 1, 1
+            return 128, 144, TILES[(128, 144)], 1, 1, 1, 1, False
         if 10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
-            return 128, 192, TILES[(128, 192)], 1, 1, 1, 1
+            return 128, 192, TILES[(128, 192)], 1, 1, 1, 1, False
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         # Rows that start mid-sector (sector_misaligned): the loads, not the tensor cores, bound
         # the tile: 2-CTA clusters share B.
-        return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1, 1
+        return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1, 1, False
     if sector_misaligned(k) and nkt >= LONG_K_TILES:
         # Rows that start mid-sector and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
@@ -235,10 +253,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # 128 x 128 where its clusters fit in one wave of clusters (30 of four on the H200, not
         # 33: DeviceInfo.clusters), else 128 x 256 where those do.
         if m <= 128:
-            return 64, 128, TILES[(64, 128)], 1, 2, 2, 1
+            return 64, 128, TILES[(64, 128)], 1, 2, 2, 1, False
         for bm, bn in ((128, 128), (128, 256)):
             if cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= dev.clusters(4):
-                return bm, bn, TILES[(bm, bn)], 1, 2, 2, 1
+                return bm, bn, TILES[(bm, bn)], 1, 2, 2, 1, False
     tiles = cdiv(m, 64) * cdiv(n, 128)
     if tiles <= sms and (nkt >= N64_MIN_K_TILES or not sector_misaligned(k)):
         # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
@@ -249,22 +267,41 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         elif 2 * tiles < sms:
             splits = max(1, min(max_splits, sms // tiles, nkt // 64))
         if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
-            return 64, 64, TILES[(64, 64)], 1, 1, 1, 1
-        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1, 1  # (no empty split)
+            return 64, 64, TILES[(64, 64)], 1, 1, 1, 1, False
+        return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1, 1, False  # (no empty split)
     if nkt >= 16 and 2 * tiles > sms and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms:
         # A short K of rows that start mid-sector (16 to 31 k-blocks) and more than half a wave of
         # 64 x 128 tiles: those tiles in 2-CTA clusters (one wave of them), each CTA loading half
         # of B and multicasting it to both
-        return 64, 128, TILES[(64, 128)], 1, 2, 1, 1
-    return 128, 128, TILES[(128, 128)], 1, 1, 1, 1
+        return 64, 128, TILES[(64, 128)], 1, 2, 1, 1, False
+    return 128, 128, TILES[(128, 128)], 1, 1, 1, 1, False
+
+
+def _rule(m: int, n: int, k: int, c: dict, dev) -> tuple:
+    """_auto's answer for a call under the configuration c (AUTO=1)."""
+    swap = bool(c["SWAP_AB"]) and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
+    return _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap)
+
+
+def swapped(m: int, n: int, k: int, c: dict, dev) -> bool:
+    """Whether the kernel computes C^T's tiles from the operands swapped (SWAP_AB, above)."""
+    return bool(c["AUTO"]) and _rule(m, n, k, c, dev)[7]
+
+
+def kernel_mn(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
+    """The kernel's M and N for a call: the call's, or N and M where it runs swapped."""
+    return (n, m) if swapped(m, n, k, c, dev) else (m, n)
 
 
 def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, int]:
-    """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines."""
+    """(BM, BN, STAGES, splits) for a shape: the cost model's choice (AUTO=1), else the defines.
+    Where the kernel runs swapped (`swapped`) the tile is C^T's."""
     if c["SPLIT_CLUSTER"] > 1 and not c["AUTO"]:  # the cluster's CTAs are the split
         return c["BM"], c["BN"], c["STAGES"], 1
     if c["AUTO"]:
-        bm, bn, stages, splits = _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c))[:4]
+        bm, bn, stages, splits, _, _, _, swap = _rule(m, n, k, c, dev)
+        if swap:
+            return bm, bn, stages, splits
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
             stages = min(stages, TILES[(bm, bn)])
         return bm, bn, stages, splits
@@ -290,7 +327,7 @@ def split_cluster(m: int, n: int, k: int, c: dict, dev) -> int:
     every rank's range of k-blocks is non-empty."""
     s, nkt = c["SPLIT_CLUSTER"], cdiv(k, 64)
     if c["AUTO"]:
-        s = _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c))[6]
+        s = _rule(m, n, k, c, dev)[6]
     s = max(s, 1)
     while s > 1 and cdiv(nkt, s) * (s - 1) >= nkt:
         s //= 2
@@ -301,7 +338,7 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
     the rule's choice."""
     if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
-        return _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c))[4:6]
+        return _rule(m, n, k, c, dev)[4:6]
     return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
@@ -309,7 +346,7 @@ def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
-        (c["BN"] in (32, 64, 112, 128, 144, 192, 256), "BN 32, 64, 112, 128, 144, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (16, 32, 64, 112, 128, 144, 192, 256), "BN 16, 32, 64, 112, 128, 144, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
@@ -331,6 +368,8 @@ def check_config(c: dict) -> None:
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
+        (c["SWAP_AB"] in (0, 1), "SWAP_AB 0 or 1 (1: decode tiles of C^T with the operands swapped, where the rule runs unsplit decode tiles)"),
+        (not c["SWAP_AB"] or c["AUTO"], "SWAP_AB=1 with AUTO=1 (the rule decides where to swap)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
@@ -362,7 +401,8 @@ def defines_for(call: Call) -> dict:
     bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev)
     # (the TMA store stages 64-column boxes: a tile of 112, 144 or 32 columns stores directly)
     streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev))
-    tma_c = int(splits == 1 and bn % 64 == 0 and c_path(call.m, call.n, call.out.data.ptr) != "direct")
+    swap = swapped(call.m, call.n, call.k, call.cfg, call.dev)  # (C^T's tiles: stored directly, transposed)
+    tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(call.m, call.n, call.out.data.ptr) != "direct")
     overlap = epi_overlap(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0
     return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(call.m, bm, call.cfg),
             "ACT": ACT_CODE[epi.activation],
@@ -371,7 +411,7 @@ def defines_for(call: Call) -> dict:
             "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c and not overlap else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(call.m, call.n, call.k, call.cfg, call.dev),
-            "AFTER_COPY": int(copies(call) and bool(call.cfg["PDL"])),
+            "AFTER_COPY": int(copies(call) and bool(call.cfg["PDL"])), "SWAP_AB": int(swap),
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev)))}
 
 
@@ -416,12 +456,13 @@ def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     out a wave that would leave SMs idle (sk_fills)."""
     bm, bn, _, splits = shape_config(m, n, k, c, dev)
     cm, cn = cluster_for(m, n, k, c, dev)
-    units = cdiv(m, bm * cm) * cdiv(n, bn * cn) * splits
+    km, kn = kernel_mn(m, n, k, c, dev)
+    units = cdiv(km, bm * cm) * cdiv(kn, bn * cn) * splits
     if not c["PERSISTENT"]:
         return units, units
     s = split_cluster(m, n, k, c, dev)
     slots = dev.clusters(cm * cn * s)
-    fill = s == 1 and sk_fills(units, cdiv(k, 64), bm, splits, c, slots)
+    fill = s == 1 and not swapped(m, n, k, c, dev) and sk_fills(units, cdiv(k, 64), bm, splits, c, slots)
     return units, (slots if fill else min(units, slots))
 
 
@@ -467,8 +508,8 @@ SK_MIN_IDLE = 12
 
 def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
-    if split_cluster(m, n, k, c, dev) > 1:  # (kernel.cu: no stream-K with SPLIT_CLUSTER)
-        return False
+    if split_cluster(m, n, k, c, dev) > 1 or swapped(m, n, k, c, dev):  # (kernel.cu: no stream-K with
+        return False                                                     # SPLIT_CLUSTER or SWAP_AB)
     units, workers = _workers(m, n, k, c, dev)
     splits = shape_config(m, n, k, c, dev)[3]
     if units < workers:  # the grid sk_fills chose: every unit is split
@@ -518,6 +559,8 @@ def plan(call: Call, kernels) -> list:
         steps.append(kernels.launcher((a, b, a_pad, b_pad, np.int32(m), np.int32(n), np.int32(k), np.int32(k_run)),
                                       "gemm_v5_fused_epilogue_pad", grid=(blocks, 1, 1), block=(32 * PAD_WARPS, 1, 1)))
         a, b = a_pad, b_pad
+    if call.cfg["SWAP_AB"]:  # (defines_for) C^T = B A^T: the weight is the kernel's A, x its B
+        a, b, m, n = b, a, n, m
     tma_c = call.cfg["TMA_STORE"]  # defines_for: 1 only where C is a tensor map and K is not split
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2

@@ -70,6 +70,9 @@
 #ifndef AFTER_COPY
 #define AFTER_COPY 0    // 1: A and B are the padded copy's (plan: K % 8 != 0, a misaligned base, or
 #endif                  // PAD_SECTOR's rows that start mid-sector), and this kernel its dependent launch
+#ifndef SWAP_AB
+#define SWAP_AB 0       // 1: the operands swapped (decode, plan): A is the weight, B the M <= 64 rows
+#endif                  // of x, the tiles are C^T's, stored transposed into C (below)
 #define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
 #define FIX_S 8         // ... and splits of each loaded together
 
@@ -94,6 +97,15 @@
 #endif
 #if A_ROWS != BM && (BM != 64 || A_ROWS % 8 != 0 || A_ROWS > 64 || BN < 64 - A_ROWS)
 #error "A_ROWS < BM needs BM == 64, A_ROWS a multiple of 8 and BN >= 64 - A_ROWS (the rows read past A are B's)"
+#endif
+// SWAP_AB=1 (decode, M <= 64: the host passes the weight as A and x as B, and this kernel's M, N
+// are the call's N, M): each tile is a BM x BN tile of C^T = W x^T, the weight's rows on the
+// wgmma's 64-row side and the few rows of x its N (16, 32 or 64), so no wgmma computes padding
+// rows. The epilogue adds the bias per tile row (a column of C) and stores the tile transposed,
+// directly (tile column j is row j of C). Only the plain tile loop: no split, no stream-K, no
+// cluster, no TMA store.
+#if SWAP_AB && (TMA_STORE || PARTIAL || STREAMK || CLUSTER_M > 1 || CLUSTER_N > 1 || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
+#error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, STREAMK=0, no cluster, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
 #endif
 #define A_BYTES (A_ROWS * BK * 2)             // one A tile in shared memory
 #define B_BYTES (BN * BK * 2)
@@ -147,8 +159,9 @@
 #define EPI_BYTES (CONSUMERS * DIRECT_WG_BYTES)
 #endif
 // The tile's bias, BN fp32 values staged in shared memory once per tile (BIAS != 0, no split).
+#define BIAS_LEN (SWAP_AB ? BM : BN)         // the tile's bias values: per column (per row with SWAP_AB)
 #if BIAS && !PARTIAL
-#define BIAS_BYTES (BN * 4)
+#define BIAS_BYTES (BIAS_LEN * 4)
 #else
 #define BIAS_BYTES 0
 #endif
@@ -555,7 +568,7 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 }
 #define FUSED (ACT != 0 || BIAS != 0)
 #define CONSUMER_THREADS (128 * CONSUMERS)
-#define BIAS_PER_THREAD ((BN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
+#define BIAS_PER_THREAD ((BIAS_LEN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
 #define BAR_CONSUMERS 3  // named barrier of all consumer threads (1, 2: one consumer warpgroup each)
 // The bias of column col from global memory, as fp32 (0 past the last column).
 __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
@@ -570,21 +583,34 @@ __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
 // Chunks j0 .. j0 + COUNT - 1 of a thread's accumulators (acc[4j + e]: tile column 8j + 2t +
 // (e & 1), rows g and g + 8), in place. The bias comes from the tile's staged copy in shared
 // memory (bias_tile: BN fp32, column c at byte 4c): one 8-byte load per chunk, ~30 cycles.
+// With SWAP_AB the bias is per tile row (BM fp32): rows r and r + 8 (r: the thread's row g in
+// the tile), the same two values for every chunk.
 // The reduce kernel's one element: its bias straight from global memory.
 __device__ __forceinline__ float fuse_one(float v, const void* bias, float alpha, int col, int N) {
   return activate(fmaf(alpha, v, bias_at(bias, col, N)));
 }
 template <int COUNT>
-__device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t) {
+__device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t,
+                                     [[maybe_unused]] int r) {
 #if FUSED
+#if BIAS && SWAP_AB
+  float b_lo, b_hi;  // rows r and r + 8
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_lo) : "r"(bias_tile + 4 * r));
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_hi) : "r"(bias_tile + 4 * (r + 8)));
+#endif
 #pragma unroll
   for (int j = 0; j < COUNT; ++j) {
+#if BIAS && SWAP_AB
+    float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], b_lo), fmaf(alpha, acc[4 * (j0 + j) + 1], b_lo),
+                  fmaf(alpha, acc[4 * (j0 + j) + 2], b_hi), fmaf(alpha, acc[4 * (j0 + j) + 3], b_hi)};
+#else
     float2 bv = make_float2(0.0f, 0.0f);
 #if BIAS
     asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
+#endif
     activate_4(x);
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
@@ -821,6 +847,20 @@ __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], unsigned long lo
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+__device__ __forceinline__ void wgmma_m64n16k16(float (&d)[8], unsigned long long desc_a,
+                                                unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, %8, %9, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 // scale_d = 0: D = A * B^T (the old accumulator is ignored, so no zero-fill); 1: D += A * B^T.
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db,
                                            int scale_d) {
@@ -838,8 +878,10 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
   wgmma_m64n64k16(d, da, db, scale_d);
 #elif BN == 32
   wgmma_m64n32k16(d, da, db, scale_d);
+#elif BN == 16
+  wgmma_m64n16k16(d, da, db, scale_d);
 #else
-#error "BN must be 32, 64, 112, 128, 144, 192 or 256"
+#error "BN must be 16, 32, 64, 112, 128, 144, 192 or 256"
 #endif
 }
 
@@ -1051,7 +1093,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // staged bias, the activation), rounded to fp16 (h[2 jj] row g, h[2 jj + 1] row g + 8) and
     // stored to columns x .. of rows y .. y + 63 of C.
     auto epi_pass = [&](const int pass, int x, int y) {
-      fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4);
+      fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
+                         wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
       unsigned h[EPI_COLS / 4];
 #pragma unroll
       for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
@@ -1083,7 +1126,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       float bias_reg[BIAS_PER_THREAD];
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        bias_reg[i] = bias_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
+        bias_reg[i] = SWAP_AB ? bias_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
+                              : bias_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
 #endif
 
       int kt = kt0, kt_end = kt1;
@@ -1328,7 +1372,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        if (consumer_tid + i * CONSUMER_THREADS < BN)
+        if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
           asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_reg[i]) : "memory");
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #endif
@@ -1352,6 +1396,39 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // A lane stores its two columns with store_pair (one half2 where the address allows).
       const unsigned stage = epi_base + wg * DIRECT_WG_BYTES;
       const int r = warp_in_group * 16 + g;  // this thread's rows r and r + 8 of the warpgroup's 64
+#if SWAP_AB
+      // C^T's tile, stored transposed: tile column j is row block_n + j of C, and this
+      // warpgroup's 64 tile rows are 64 consecutive columns of it (C's row pitch is M here, the
+      // call's N). Staged transposed (tile column j at row j of the staging tile, tile row r at
+      // byte 2r), then each warp writes whole rows of C back, 32 lanes on 64 consecutive columns.
+      static_for<0, (BN + DIRECT_COLS - 1) / DIRECT_COLS>([&](const int pass) {
+        const int cols = min(DIRECT_COLS, BN - pass * DIRECT_COLS);  // (a constant once unrolled)
+        named_bar_sync(1 + wg, 128);  // the previous pass's rows have been read back
+#pragma unroll
+        for (int jj = 0; jj < DIRECT_COLS / 8; ++jj) {
+          if (8 * jj >= cols) break;
+          const int j = pass * (DIRECT_COLS / 8) + jj;
+          fuse<1>(acc, j, bias_base, alpha, t, wg * 64 + r);
+          const unsigned at = stage + (8 * jj + 2 * t) * DIRECT_PITCH + 2 * r;  // (column 8jj+2t, row r)
+          const __half v[4] = {__float2half_rn(acc[4 * j]), __float2half_rn(acc[4 * j + 1]),
+                               __float2half_rn(acc[4 * j + 2]), __float2half_rn(acc[4 * j + 3])};
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at), "h"(__half_as_ushort(v[0])) : "memory");
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + DIRECT_PITCH), "h"(__half_as_ushort(v[1])) : "memory");
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + 16), "h"(__half_as_ushort(v[2])) : "memory");
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + DIRECT_PITCH + 16), "h"(__half_as_ushort(v[3])) : "memory");
+        }
+        named_bar_sync(1 + wg, 128);
+        const int gcol = block_m + wg * 64 + 2 * lane;  // C's columns: this warpgroup's tile rows
+        for (int lr = warp_in_group; lr < cols; lr += 4) {
+          const int grow = block_n + pass * DIRECT_COLS + lr;  // C's row: tile column
+          if (grow >= N || gcol >= M) continue;
+          unsigned bits;
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(bits) : "r"(stage + lr * DIRECT_PITCH + 4 * lane) : "memory");
+          const __half2 v = *reinterpret_cast<__half2*>(&bits);
+          store_pair(C + (size_t)grow * M + gcol, v, gcol + 1 < M);
+        }
+      });
+#else
       // A tile whose BN is not a multiple of 64 (112, 32) ends with a narrower pass.
       static_for<0, (BN + DIRECT_COLS - 1) / DIRECT_COLS>([&](const int pass) {
         const int cols = min(DIRECT_COLS, BN - pass * DIRECT_COLS);  // (a constant once unrolled)
@@ -1360,7 +1437,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         for (int jj = 0; jj < DIRECT_COLS / 8; ++jj) {
           if (8 * jj >= cols) break;
           const int j = pass * (DIRECT_COLS / 8) + jj;
-          fuse<1>(acc, j, bias_base, alpha, t);  // chunk by chunk: few live temporaries
+          fuse<1>(acc, j, bias_base, alpha, t, wg * 64 + r);  // chunk by chunk: few live temporaries
           __half2 lo = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
           __half2 hi = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
           const unsigned at = stage + r * DIRECT_PITCH + (8 * jj + 2 * t) * 2;
@@ -1379,6 +1456,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           store_pair(C + (size_t)grow * N + gcol, v, gcol + 1 < N);
         }
       });
+#endif  // SWAP_AB
 #endif  // TMA_STORE
 #endif  // PARTIAL
     }
