@@ -388,7 +388,17 @@ case ${1:-} in
     run racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set SWAP_AB=1 --shape 3x10001x200 --shape 33x9000x72 &
     run synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set SWAP_AB=1 --shape 3x10001x200 --shape 33x9000x72 &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap"; exit 2 ;;
+  suites)      # both suite orders at once, nothing else on the GPU (each alone took ~214 s; beside the stress
+               # run the reversed one ran out of 540 s at 87%)
+    run suite-file 540 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 540 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    wait ;;
+  swap2)       # (issue 13) the shipped SWAP_AB=2 (swapped where an activation is applied and M <= 32) against
+               # SWAP_AB=0 for every activation at decode shapes, then the fused decode bench (published)
+    mkdir -p "$LOGS/swap2"
+    run swap2-probe 200 python3 scripts/overlap_probe.py --variants v5,SWAP_AB=0 --shapes 16x14336x4096,1x14336x4096,32x14336x4096,16x12288x4096 --epilogues plain,bias+relu,bias+gelu,bias+silu,bias+gelu_tanh,gelu_tanh --rounds 5 --verify-shapes 16x14336x4096,3x10001x4104 --repeat 1 --out "$LOGS/swap2"
+    run bench-fused-decode 150 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias+silu --shape 16x14336x4096 --shape 1x14336x4096 --shape 32x14336x4096 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

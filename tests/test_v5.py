@@ -568,14 +568,34 @@ def test_the_swap_takes_only_the_unsplit_decode_tiles_of_one_wave(shape, swap, b
     assert all(v5.swapped(*s, c, DEV) for s in SWAP_SHAPES)
 
 
+@pytest.mark.parametrize("m, n, activation, swap", [
+    (16, 14336, "gelu_tanh", True), (1, 14336, "silu", True), (32, 14336, "gelu", True), (24, 9000, "relu", True),
+    (16, 14336, None, False),        # the plain GEMM and a bias alone: not swapped (measured slower)
+    (33, 14336, "gelu_tanh", False),  # 64-wide C^T tiles: as many elements in the epilogue, slower
+    (16, 4096, "gelu_tanh", False),  # split K in clusters (under half a wave of decode tiles)
+    (128, 14336, "gelu_tanh", False)])
+def test_the_shipped_swap_is_for_activations_at_m_up_to_32(m, n, activation, swap):
+    """SWAP_AB=2 (shipped), per call: swapped where the epilogue has an activation, M <= 32 and the
+    rule allows it (`swapped`); the per-call defines then say SWAP_AB=1 and the direct store."""
+    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, 4096, V5.defines, DEV,
+                contract.Epilogue(None, 1.0, activation))
+    d = v5.defines_for(call)
+    assert d["SWAP_AB"] == int(swap) and (d["TMA_STORE"] == 0 or not swap)
+    if swap:
+        assert (d["BM"], d["BN"], d["A_ROWS"]) == (128, 16 if m <= 16 else 32, 128)
+        assert V5.launch_for(m, n, 4096, DEV, d).block == (384, 1, 1)
+
+
 @pytest.mark.hopper
 def test_swapped_decode_is_right_as_a_knob(runnable):
     """SWAP_AB=1 (a knob): C^T's tiles from the operands swapped, stored transposed, the bias per
-    tile row, on the shapes the rule swaps, every epilogue case."""
-    st = runnable("v5_fused_epilogue").variant(SWAP_AB=1)
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, SWAP_SHAPES, **kw))
-        assert not bad, "\n".join(bad)
+    tile row, on the shapes the rule swaps, every epilogue case; and the shipped SWAP_AB=2, which
+    swaps those of them with an activation and M <= 32."""
+    v5_stage = runnable("v5_fused_epilogue")
+    for st in (v5_stage.variant(SWAP_AB=1), v5_stage):
+        for case, kw in verify.EPILOGUE_CASES.items():
+            bad = verify.failures(verify.sweep(st, SWAP_SHAPES, **kw))
+            assert not bad, "\n".join(bad)
 
 
 @pytest.mark.hopper

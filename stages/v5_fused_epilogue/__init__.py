@@ -17,7 +17,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
-          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 0}
+          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -279,12 +279,20 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
 
 def _rule(m: int, n: int, k: int, c: dict, dev) -> tuple:
     """_auto's answer for a call under the configuration c (AUTO=1)."""
-    swap = bool(c["SWAP_AB"]) and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
+    swap = c["SWAP_AB"] == 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
     return _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap)
 
 
+def swap_wanted(call: Call) -> int:
+    """SWAP_AB as a call asks for it: 1 where SWAP_AB=1, or where SWAP_AB=2 (shipped) and the
+    epilogue has an activation and M <= 32; else 0. (`swapped` then says where the rule allows.)"""
+    s = call.cfg["SWAP_AB"]
+    return int(s == 1 or (s == 2 and call.epilogue.activation is not None and call.m <= 32))
+
+
 def swapped(m: int, n: int, k: int, c: dict, dev) -> bool:
-    """Whether the kernel computes C^T's tiles from the operands swapped (SWAP_AB, above)."""
+    """Whether the kernel computes C^T's tiles from the operands swapped (SWAP_AB=1, above; the
+    shipped 2 is resolved per call by `swap_wanted`, and reads as 0 here)."""
     return bool(c["AUTO"]) and _rule(m, n, k, c, dev)[7]
 
 
@@ -368,8 +376,8 @@ def check_config(c: dict) -> None:
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
-        (c["SWAP_AB"] in (0, 1), "SWAP_AB 0 or 1 (1: decode tiles of C^T with the operands swapped, where the rule runs unsplit decode tiles)"),
-        (not c["SWAP_AB"] or c["AUTO"], "SWAP_AB=1 with AUTO=1 (the rule decides where to swap)"),
+        (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (decode tiles of C^T with the operands swapped where the rule runs unsplit decode tiles: 1 always, 2 with an activation and M <= 32, 0 never)"),
+        (c["SWAP_AB"] != 1 or c["AUTO"], "SWAP_AB=1 with AUTO=1 (the rule decides where to swap)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
@@ -398,21 +406,23 @@ def defines_for(call: Call) -> dict:
     # else. Kernel arguments: alpha, the split count. Each distinct set compiles once (disk
     # cache); what a workload uses is a handful (4 tiles x 5 activations x 3 biases x 3 paths).
     epi = call.epilogue
-    bm, bn, stages, splits = shape_config(call.m, call.n, call.k, call.cfg, call.dev)
+    c = {**call.cfg, "SWAP_AB": swap_wanted(call)}  # (then swapped(): where the rule allows it)
+    m, n, k, dev = call.m, call.n, call.k, call.dev
+    bm, bn, stages, splits = shape_config(m, n, k, c, dev)
     # (the TMA store stages 64-column boxes: a tile of 112, 144 or 32 columns stores directly)
-    streamk = int(streamk_pays(call.m, call.n, call.k, call.cfg, call.dev))
-    swap = swapped(call.m, call.n, call.k, call.cfg, call.dev)  # (C^T's tiles: stored directly, transposed)
-    tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(call.m, call.n, call.out.data.ptr) != "direct")
-    overlap = epi_overlap(call.m, call.n, call.k, call.cfg, call.dev) if tma_c else 0
-    return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(call.m, bm, call.cfg),
+    streamk = int(streamk_pays(m, n, k, c, dev))
+    swap = swapped(m, n, k, c, dev)  # (C^T's tiles: stored directly, transposed)
+    tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(m, n, call.out.data.ptr) != "direct")
+    overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
+    return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(m, bm, c),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
-            "EPI_DEFER": epi_defer(call.m, call.n, call.k, call.cfg, call.dev) if tma_c and not overlap else 0,
+            "EPI_DEFER": epi_defer(m, n, k, c, dev) if tma_c and not overlap else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
-            "SPLIT_CLUSTER": split_cluster(call.m, call.n, call.k, call.cfg, call.dev),
-            "AFTER_COPY": int(copies(call) and bool(call.cfg["PDL"])), "SWAP_AB": int(swap),
-            **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(call.m, call.n, call.k, call.cfg, call.dev)))}
+            "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
+            "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
+            **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(m, n, k, c, dev)))}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -559,7 +569,7 @@ def plan(call: Call, kernels) -> list:
         steps.append(kernels.launcher((a, b, a_pad, b_pad, np.int32(m), np.int32(n), np.int32(k), np.int32(k_run)),
                                       "gemm_v5_fused_epilogue_pad", grid=(blocks, 1, 1), block=(32 * PAD_WARPS, 1, 1)))
         a, b = a_pad, b_pad
-    if call.cfg["SWAP_AB"]:  # (defines_for) C^T = B A^T: the weight is the kernel's A, x its B
+    if call.cfg["SWAP_AB"] == 1:  # (defines_for) C^T = B A^T: the weight is the kernel's A, x its B
         a, b, m, n = b, a, n, m
     tma_c = call.cfg["TMA_STORE"]  # defines_for: 1 only where C is a tensor map and K is not split
     bias = epi.bias if epi.bias is not None else _NULL

@@ -73,6 +73,10 @@
 #ifndef SWAP_AB
 #define SWAP_AB 0       // 1: the operands swapped (decode, plan): A is the weight, B the M <= 64 rows
 #endif                  // of x, the tiles are C^T's, stored transposed into C (below)
+#if SWAP_AB != 1        // (2, the host's "per call": built alone, no swap)
+#undef SWAP_AB
+#define SWAP_AB 0
+#endif
 #define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
 #define FIX_S 8         // ... and splits of each loaded together
 
