@@ -398,7 +398,13 @@ case ${1:-} in
     mkdir -p "$LOGS/swap2"
     run swap2-probe 200 python3 scripts/overlap_probe.py --variants v5,SWAP_AB=0 --shapes 16x14336x4096,1x14336x4096,32x14336x4096,16x12288x4096 --epilogues plain,bias+relu,bias+gelu,bias+silu,bias+gelu_tanh,gelu_tanh --rounds 5 --verify-shapes 16x14336x4096,3x10001x4104 --repeat 1 --out "$LOGS/swap2"
     run bench-fused-decode 150 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias+silu --shape 16x14336x4096 --shape 1x14336x4096 --shape 32x14336x4096 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2"; exit 2 ;;
+  swapcheck)   # (issue 13) the shipped swap with 20 fresh-input repeats of every epilogue on the shapes it
+               # swaps and the odd shapes, and v5's stress run (record under $OUT, not published), at once
+    SW="--shape 1x8449x13 --shape 3x10001x4104 --shape 17x9000x1 --shape 33x12345x1000 --shape 64x16896x72 --shape 16x14336x4096 --shape 7x14335x129 --shape 32x14336x4096"
+    run swap-verify-repeat 330 python3 -m stages verify v5_fused_epilogue $SW --epilogue all --repeat 20 &
+    run stress-v5 330 python3 -m stages stress v5_fused_epilogue --budget 280 --out "$LOGS/stress-v5.json" &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
