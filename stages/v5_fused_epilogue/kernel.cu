@@ -1402,40 +1402,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // A lane stores its two columns with store_pair (one half2 where the address allows).
       const unsigned stage = epi_base + wg * DIRECT_WG_BYTES;
       const int r = warp_in_group * 16 + g;  // this thread's rows r and r + 8 of the warpgroup's 64
-#if SWAP_AB
-      // C^T's tile, stored transposed: tile column j is row block_n + j of C, and this
-      // warpgroup's 64 tile rows are 64 consecutive columns of it (C's row pitch is M here, the
-      // call's N). Staged transposed (tile column j at row j of the staging tile, tile row r at
-      // byte 2r), then each warp writes whole rows of C back, 32 lanes on 64 consecutive columns.
-      static_for<0, (BN + DIRECT_COLS - 1) / DIRECT_COLS>([&](const int pass) {
-        const int cols = min(DIRECT_COLS, BN - pass * DIRECT_COLS);  // (a constant once unrolled)
-        named_bar_sync(1 + wg, 128);  // the previous pass's rows have been read back
-#pragma unroll
-        for (int jj = 0; jj < DIRECT_COLS / 8; ++jj) {
-          if (8 * jj >= cols) break;
-          const int j = pass * (DIRECT_COLS / 8) + jj;
-          fuse<1>(acc, j, bias_base, alpha, t, wg * 64 + r);
-          const unsigned at = stage + (8 * jj + 2 * t) * DIRECT_PITCH + 2 * r;  // (column 8jj+2t, row r)
-          const __half v[4] = {__float2half_rn(acc[4 * j]), __float2half_rn(acc[4 * j + 1]),
-                               __float2half_rn(acc[4 * j + 2]), __float2half_rn(acc[4 * j + 3])};
-          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at), "h"(__half_as_ushort(v[0])) : "memory");
-          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + DIRECT_PITCH), "h"(__half_as_ushort(v[1])) : "memory");
-          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + 16), "h"(__half_as_ushort(v[2])) : "memory");
-          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + DIRECT_PITCH + 16), "h"(__half_as_ushort(v[3])) : "memory");
-        }
-        named_bar_sync(1 + wg, 128);
-        const int gcol = block_m + wg * 64 + 2 * lane;  // C's columns: this warpgroup's tile rows
-        for (int lr = warp_in_group; lr < cols; lr += 4) {
-          const int grow = block_n + pass * DIRECT_COLS + lr;  // C's row: tile column
-          if (grow >= N || gcol >= M) continue;
-          unsigned bits;
-          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(bits) : "r"(stage + lr * DIRECT_PITCH + 4 * lane) : "memory");
-          const __half2 v = *reinterpret_cast<__half2*>(&bits);
-          store_pair(C + (size_t)grow * M + gcol, v, gcol + 1 < M);
-        }
-      });
-#else
-      // A tile whose BN is not a multiple of 64 (112, 32) ends with a narrower pass.
+      // A tile whose BN is not a multiple of 64 (112, 32) ends with a narrower pass. With SWAP_AB
+      // the tile is C^T's: tile column j is row block_n + j of C and this warpgroup's 64 tile rows
+      // are 64 consecutive columns of it (C's row pitch is M, the call's N). It is staged
+      // transposed (tile column j at staging row j, tile row r at byte 2r), and the warps write
+      // back rows of C the same way: 32 lanes on 64 consecutive columns.
       static_for<0, (BN + DIRECT_COLS - 1) / DIRECT_COLS>([&](const int pass) {
         const int cols = min(DIRECT_COLS, BN - pass * DIRECT_COLS);  // (a constant once unrolled)
         named_bar_sync(1 + wg, 128);  // the previous pass's rows have been read back
@@ -1444,13 +1415,34 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           if (8 * jj >= cols) break;
           const int j = pass * (DIRECT_COLS / 8) + jj;
           fuse<1>(acc, j, bias_base, alpha, t, wg * 64 + r);  // chunk by chunk: few live temporaries
+#if SWAP_AB
+          const unsigned at = stage + (8 * jj + 2 * t) * DIRECT_PITCH + 2 * r;  // (column 8jj + 2t, row r)
+          const __half v[4] = {__float2half_rn(acc[4 * j]), __float2half_rn(acc[4 * j + 1]),
+                               __float2half_rn(acc[4 * j + 2]), __float2half_rn(acc[4 * j + 3])};
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at), "h"(__half_as_ushort(v[0])) : "memory");
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + DIRECT_PITCH), "h"(__half_as_ushort(v[1])) : "memory");
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + 16), "h"(__half_as_ushort(v[2])) : "memory");
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(at + DIRECT_PITCH + 16), "h"(__half_as_ushort(v[3])) : "memory");
+#else
           __half2 lo = __floats2half2_rn(acc[4 * j], acc[4 * j + 1]);
           __half2 hi = __floats2half2_rn(acc[4 * j + 2], acc[4 * j + 3]);
           const unsigned at = stage + r * DIRECT_PITCH + (8 * jj + 2 * t) * 2;
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(*reinterpret_cast<unsigned*>(&lo)) : "memory");
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + 8 * DIRECT_PITCH), "r"(*reinterpret_cast<unsigned*>(&hi)) : "memory");
+#endif
         }
         named_bar_sync(1 + wg, 128);
+#if SWAP_AB
+        const int gcol = block_m + wg * 64 + 2 * lane;  // C's columns: this warpgroup's tile rows
+        for (int lr = warp_in_group; lr < cols; lr += 4) {
+          const int grow = block_n + pass * DIRECT_COLS + lr;  // C's row: a tile column
+          if (grow >= N || gcol >= M) continue;
+          unsigned bits;
+          asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(bits) : "r"(stage + lr * DIRECT_PITCH + 4 * lane) : "memory");
+          const __half2 v = *reinterpret_cast<__half2*>(&bits);
+          store_pair(C + (size_t)grow * M + gcol, v, gcol + 1 < M);
+        }
+#else
         const int gcol = block_n + pass * DIRECT_COLS + 2 * lane;
 #pragma unroll 4
         for (int rr = 0; rr < 16; ++rr) {
@@ -1461,8 +1453,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           const __half2 v = *reinterpret_cast<__half2*>(&bits);
           store_pair(C + (size_t)grow * N + gcol, v, gcol + 1 < N);
         }
+#endif
       });
-#endif  // SWAP_AB
 #endif  // TMA_STORE
 #endif  // PARTIAL
     }
