@@ -195,13 +195,17 @@ def _rule_k(m: int, n: int, k: int, c: dict) -> int:
 # 4096 x 4096 21.0 -> 18.7 (18.0), 64 x 2048 x 8192 20.2 -> 19.9 (19.2), 32 x 8192 x 8192 49.9 ->
 # 46.1 (44.0, 128 columns), 48 x 4096 x 14336 44.3 -> 42.0 (43.1); 24 x 14336 x 4096, unsplit
 # by the rule, 40.4 against 42.1 in pairs.
-# Decode with the operands swapped (SWAP_AB=1, a knob): where the rule runs unsplit 64 x 128
-# decode tiles (M <= 64, at least half a wave of them) and 128-row tiles of the weight fit one
-# wave, the kernel computes 128 x BN tiles of C^T = W x^T instead: the weight on the wgmma's
-# 64-row side (two consumer warpgroups), the M rows of x as its N (BN = 16, 32 or 64), stored
-# transposed (kernel.cu SWAP_AB). As cuBLAS's decode kernel does (`nvjet_sm90_hsh_128x16_64x11`,
-# README "Open questions"). The ring depth per BN (128 x 64 of W plus BN x 64 of x per buffer,
-# next to the direct store's staging and a fp32 bias: tests/test_v5.py reads it back).
+# Decode with the operands swapped (SWAP_AB): where the rule runs unsplit 64 x 128 decode tiles
+# (M <= 64, at least half a wave of them) and 128-row tiles of the weight fit one wave, the
+# kernel computes 128 x BN tiles of C^T = W x^T instead: the weight on the wgmma's 64-row side
+# (two consumer warpgroups), the M rows of x as its N (BN = 16, 32 or 64), stored transposed
+# (kernel.cu SWAP_AB), as cuBLAS's decode kernel does (`nvjet_sm90_hsh_128x16_64x11`). Measured
+# (README "Decode with the operands swapped"; results/probes/20261201T134511 and T135642): the
+# plain GEMM 0.1-0.5 us slower at eight decode shapes, the fused epilogues 0.2-1.1 us faster
+# where M <= 32 (the activation on 2,048 or 4,096 accumulators per tile, not 8,192), so the
+# shipped SWAP_AB=2 swaps per call only there (swap_wanted); 1 swaps wherever the rule allows.
+# The ring depth per BN (128 x 64 of W plus BN x 64 of x per buffer, next to the direct store's
+# staging and a fp32 bias: tests/test_v5.py reads it back).
 SWAP_RING = {16: 11, 32: 10, 64: 8}
 
 
