@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -281,10 +282,22 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     return 128, 128, TILES[(128, 128)], 1, 1, 1, 1, False
 
 
-def _rule(m: int, n: int, k: int, c: dict, dev) -> tuple:
+class Rule(NamedTuple):
+    """The shape rule's answer (`_auto`'s tuple, named)."""
+    bm: int
+    bn: int
+    stages: int
+    splits: int
+    cluster_m: int
+    cluster_n: int
+    split_cluster: int
+    swap: bool
+
+
+def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     """_auto's answer for a call under the configuration c (AUTO=1)."""
     swap = c["SWAP_AB"] == 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
-    return _auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap)
+    return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap))
 
 
 def swap_wanted(call: Call) -> int:
@@ -297,7 +310,7 @@ def swap_wanted(call: Call) -> int:
 def swapped(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel computes C^T's tiles from the operands swapped (SWAP_AB=1, above; the
     shipped 2 is resolved per call by `swap_wanted`, and reads as 0 here)."""
-    return bool(c["AUTO"]) and _rule(m, n, k, c, dev)[7]
+    return bool(c["AUTO"]) and _rule(m, n, k, c, dev).swap
 
 
 def kernel_mn(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
@@ -311,8 +324,9 @@ def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, i
     if c["SPLIT_CLUSTER"] > 1 and not c["AUTO"]:  # the cluster's CTAs are the split
         return c["BM"], c["BN"], c["STAGES"], 1
     if c["AUTO"]:
-        bm, bn, stages, splits, _, _, _, swap = _rule(m, n, k, c, dev)
-        if swap:
+        r = _rule(m, n, k, c, dev)
+        bm, bn, stages, splits = r.bm, r.bn, r.stages, r.splits
+        if r.swap:
             return bm, bn, stages, splits
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
             stages = min(stages, TILES[(bm, bn)])
@@ -339,7 +353,7 @@ def split_cluster(m: int, n: int, k: int, c: dict, dev) -> int:
     every rank's range of k-blocks is non-empty."""
     s, nkt = c["SPLIT_CLUSTER"], cdiv(k, 64)
     if c["AUTO"]:
-        s = _rule(m, n, k, c, dev)[6]
+        s = _rule(m, n, k, c, dev).split_cluster
     s = max(s, 1)
     while s > 1 and cdiv(nkt, s) * (s - 1) >= nkt:
         s //= 2
@@ -350,7 +364,8 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
     """(CLUSTER_M, CLUSTER_N) for a shape: as configured where either is above 1 or AUTO=0, else
     the rule's choice."""
     if c["AUTO"] and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] == 1:
-        return _rule(m, n, k, c, dev)[4:6]
+        r = _rule(m, n, k, c, dev)
+        return r.cluster_m, r.cluster_n
     return c["CLUSTER_M"], c["CLUSTER_N"]
 
 
