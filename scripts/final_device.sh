@@ -404,7 +404,15 @@ case ${1:-} in
     run swap-verify-repeat 330 python3 -m stages verify v5_fused_epilogue $SW --epilogue all --repeat 20 &
     run stress-v5 330 python3 -m stages stress v5_fused_epilogue --budget 280 --out "$LOGS/stress-v5.json" &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck"; exit 2 ;;
+  narrow4)     # (issue 13, 2026-12-01, seventeenth session) 1000^3: rows of K = 1000 start mid-sector, and
+               # the cost grew with the rows of A and B each CTA loads per k-block (64 x 128 alone 192, in
+               # pairs 128). Wider 64-row tiles in bigger clusters load fewer: 64 x 192 in 4 x 1 clusters
+               # 112 (24 clusters of four, where 64 x 128's 32 do not fit the 30), 4 x 2 88 (12 of eight).
+               # Interleaved beside the rule and cuBLAS; every variant judged on odd shapes first
+    mkdir -p "$LOGS/narrow4"
+    W="AUTO=0:BM=64:BN=192:STAGES=6"
+    run narrow4-probe 480 python3 scripts/overlap_probe.py --variants "v5,$W:CLUSTER_M=4,$W:CLUSTER_M=4:CLUSTER_N=2,$W:CLUSTER_M=2,$W:CLUSTER_M=2:CLUSTER_N=2,$W:CLUSTER_M=1,AUTO=0:BM=64:BN=144:STAGES=8:CLUSTER_M=2,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=4,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,1000x1000x1032,1300x1000x1000,1000x1000x1024 --epilogues plain,bias+gelu_tanh --rounds 5 --verify-shapes 999x1001x1000,600x1001x1000,130x13x1000 --repeat 1 --out "$LOGS/narrow4" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
