@@ -412,7 +412,12 @@ case ${1:-} in
     mkdir -p "$LOGS/narrow4"
     W="AUTO=0:BM=64:BN=192:STAGES=6"
     run narrow4-probe 480 python3 scripts/overlap_probe.py --variants "v5,$W:CLUSTER_M=4,$W:CLUSTER_M=4:CLUSTER_N=2,$W:CLUSTER_M=2,$W:CLUSTER_M=2:CLUSTER_N=2,$W:CLUSTER_M=1,AUTO=0:BM=64:BN=144:STAGES=8:CLUSTER_M=2,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=4,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,1000x1000x1032,1300x1000x1000,1000x1000x1024 --epilogues plain,bias+gelu_tanh --rounds 5 --verify-shapes 999x1001x1000,600x1001x1000,130x13x1000 --repeat 1 --out "$LOGS/narrow4" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4"; exit 2 ;;
+  promo)       # (issue 13, 2026-12-01) the tensor maps' L2 promotion (none, 64, 128, 256 B; 256 ships) at
+               # K = 1000 (rows start mid-sector), its aligned neighbours, decode and 4096^3, beside cuBLAS,
+               # with the L2 flushed before each launch and without
+    mkdir -p "$LOGS/promo"
+    run promo-probe 420 python3 scripts/promo_probe.py --out "$LOGS/promo" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

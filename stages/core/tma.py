@@ -21,6 +21,10 @@ from .gpu import device_of
 from .gpu import driver as _driver  # (a module attribute: tests stand a fake in for it)
 
 _MAX_ENTRIES = 256
+# L2 promotion: the size the L2 rounds a TMA request's fetch up to (CU_TENSOR_MAP_L2_PROMOTION_*;
+# 0 none, 64, 128 or 256 bytes). A module setting, read when a map is encoded and part of its cache
+# key, so that a probe can compare them (scripts/promo_probe.py).
+L2_PROMOTION_BYTES = 256
 _cache: collections.OrderedDict = collections.OrderedDict()
 _lock = threading.Lock()  # two host threads: a lookup must not race another thread's eviction
 stats = {"encoded": 0, "hits": 0}
@@ -29,7 +33,8 @@ stats = {"encoded": 0, "hits": 0}
 def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> np.void:
     """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements."""
     rows, cols = arr.shape
-    key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes)
+    promotion = L2_PROMOTION_BYTES
+    key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes, promotion)
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -48,7 +53,8 @@ def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> n
         [drv.cuuint32_t(box_cols), drv.cuuint32_t(box_rows)],
         [drv.cuuint32_t(1), drv.cuuint32_t(1)],
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        getattr(drv.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_"
+                + {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}[promotion]),
         drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != drv.CUresult.CUDA_SUCCESS:
         raise ValueError(f"cuTensorMapEncodeTiled refused a {rows}x{cols} array with box "

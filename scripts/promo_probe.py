@@ -1,0 +1,78 @@
+"""Does the TMA tensor maps' L2 promotion change what misaligned rows cost? Every TMA map v4 and v5
+encode says CU_TENSOR_MAP_L2_PROMOTION_L2_256B (stages/core/tma.py, L2_PROMOTION_BYTES): a request
+that misses the L2 fetches the 256-byte block around it. Rows of K = 1000 (2,000 bytes) start 16
+bytes into a 32-byte sector every other row, and there v5 pays 2-4 us that cuBLAS pays ~1 of (v5
+README, "Sectors, not lines"). This prepares v5 once per promotion (none, 64, 128, 256 bytes: the
+maps are encoded at prepare time, so each prepared launch keeps its own), judges every launch against
+float64 (NaN-poisoned output, fresh operands per shape), then times them beside cuBLAS in
+interleaved rounds, with the L2 flushed before each launch ("flushed", as the bench) and without
+("warm": the operands stay in the L2 from the launch before).
+
+    python3 scripts/promo_probe.py --out DIR   ->  DIR/promo-probe.json
+"""
+import argparse
+import os
+import secrets
+import sys
+
+import stages
+from stages.core import gpu, tma
+from stages.tools import verify
+from stages.tools.timing import L2Flusher, tflops
+
+from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
+
+p = argparse.ArgumentParser()
+p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+p.add_argument("--reps", type=int, default=10)
+p.add_argument("--rounds", type=int, default=5)
+p.add_argument("--shapes", default="1000x1000x1000,999x1001x1000,1000x1000x1024,1000x1000x1008,16x14336x4096,"
+                                   "128x14336x4096,1x4096x4096,4096x4096x4096,4096x4096x4104")
+p.add_argument("--promotions", default="256,128,64,0", help="bytes; 256 is what the stages ship")
+p.add_argument("--stage", default="v5_fused_epilogue")
+args = p.parse_args()
+
+
+class Promoted:
+    """A stage whose prepare encodes its tensor maps with L2 promotion `nbytes`."""
+
+    def __init__(self, stage, nbytes):
+        self.stage, self.nbytes = stage, nbytes
+
+    def prepare(self, *a, **kw):
+        saved = tma.L2_PROMOTION_BYTES
+        tma.L2_PROMOTION_BYTES = self.nbytes
+        try:
+            return self.stage.prepare(*a, **kw)
+        finally:
+            tma.L2_PROMOTION_BYTES = saved
+
+
+cp = gpu.cupy()
+dev = gpu.current()
+flush = L2Flusher(dev.l2_bytes)
+st = stages.get(args.stage)
+promotions = [int(x) for x in args.promotions.split(",")]
+rows, bad = [], []
+for shape in args.shapes.split(","):
+    m, n, k = (int(x) for x in shape.split("x"))
+    a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
+    ref, mag = verify.reference(a, b, cp)
+    out = cp.empty((m, n), cp.float16)
+    entries = {f"p{nb}": Promoted(st, nb) for nb in promotions}
+    entries["cublas"] = stages.get("cublas")
+    runs, verdict = prepare_judged(entries, set(entries), a, b, out, {}, ref, mag, cp)
+    bad += [f"{shape} {nm}: {v}" for nm, v in verdict.items() if v != "ok"]
+    for mode, fl in (("flushed", flush), ("warm", None)):
+        med, samples = interleaved(runs, args.rounds, args.reps, fl)
+        for nm, ms in med.items():
+            rows.append({"m": m, "n": n, "k": k, "mode": mode, "variant": nm, "ms_median": ms,
+                         "tflops": tflops(m, n, k, ms), "samples": samples[nm], "check": verdict[nm]})
+        print(f"{shape} {mode}: " + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items()), flush=True)
+    del a, b, ref, mag, out
+    cp.get_default_memory_pool().free_all_blocks()
+
+path = save(args.out, "promo-probe", {"reps": args.reps, "rounds": args.rounds, "stage": args.stage,
+                                      "promotions": promotions}, rows=rows, failures=bad)
+print(f"wrote {path}; {len(bad)} failures" + ("".join(f"\n  {x}" for x in bad) if bad else ""), flush=True)
+sys.exit(1 if bad else 0)
