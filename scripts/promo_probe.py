@@ -30,6 +30,7 @@ p.add_argument("--shapes", default="1000x1000x1000,999x1001x1000,1000x1000x1024,
                                    "128x14336x4096,1x4096x4096,4096x4096x4096,4096x4096x4104")
 p.add_argument("--promotions", default="256,128,64,0", help="bytes; 256 is what the stages ship")
 p.add_argument("--stage", default="v5_fused_epilogue")
+p.add_argument("--modes", default="flushed,warm", help="flushed (the L2 flushed before each launch, as the bench), warm")
 args = p.parse_args()
 
 
@@ -63,7 +64,8 @@ for shape in args.shapes.split(","):
     entries["cublas"] = stages.get("cublas")
     runs, verdict = prepare_judged(entries, set(entries), a, b, out, {}, ref, mag, cp)
     bad += [f"{shape} {nm}: {v}" for nm, v in verdict.items() if v != "ok"]
-    for mode, fl in (("flushed", flush), ("warm", None)):
+    for mode in args.modes.split(","):
+        fl = {"flushed": flush, "warm": None}[mode]
         med, samples = interleaved(runs, args.rounds, args.reps, fl)
         for nm, ms in med.items():
             rows.append({"m": m, "n": n, "k": k, "mode": mode, "variant": nm, "ms_median": ms,
@@ -73,6 +75,6 @@ for shape in args.shapes.split(","):
     cp.get_default_memory_pool().free_all_blocks()
 
 path = save(args.out, "promo-probe", {"reps": args.reps, "rounds": args.rounds, "stage": args.stage,
-                                      "promotions": promotions}, rows=rows, failures=bad)
+                                      "promotions": promotions, "modes": args.modes}, rows=rows, failures=bad)
 print(f"wrote {path}; {len(bad)} failures" + ("".join(f"\n  {x}" for x in bad) if bad else ""), flush=True)
 sys.exit(1 if bad else 0)
