@@ -421,7 +421,10 @@ case ${1:-} in
                # small to large, 8 interleaved rounds, the L2 flushed before each launch
     mkdir -p "$LOGS/promo2"
     run promo2-probe 420 python3 scripts/promo_probe.py --promotions 256,128,64 --modes flushed --rounds 8 --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,1300x1000x1000,4096x4096x1000,1000x1000x4104,130x5000x5000,16x14336x4104,128x14336x4104,3000x3000x3000,4096x4096x4104,4095x4097x4104,4096x14336x4104,8192x8192x8200,1000x1000x1016,2048x2048x2056 --out "$LOGS/promo2" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2"; exit 2 ;;
+  promo3)      # (issue 13) L2 promotion per operand (A's map, B's map) where 128 for both won and where it lost
+    mkdir -p "$LOGS/promo3"
+    run promo3-probe 420 python3 scripts/promo_probe.py --promotions 256,128,a128b256,a256b128,64 --modes flushed --rounds 8 --shapes 1000x1000x1000,1300x1000x1000,3000x3000x3000,4095x4097x4104,4096x4096x4104,130x5000x5000,16x14336x4104,128x14336x4104,8192x8192x8200 --out "$LOGS/promo3" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

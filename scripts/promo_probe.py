@@ -28,39 +28,53 @@ p.add_argument("--reps", type=int, default=10)
 p.add_argument("--rounds", type=int, default=5)
 p.add_argument("--shapes", default="1000x1000x1000,999x1001x1000,1000x1000x1024,1000x1000x1008,16x14336x4096,"
                                    "128x14336x4096,1x4096x4096,4096x4096x4096,4096x4096x4104")
-p.add_argument("--promotions", default="256,128,64,0", help="bytes; 256 is what the stages ship")
+p.add_argument("--promotions", default="256,128,64,0",
+               help="bytes (256 is what the stages ship), or aXbY: X for A's map, Y for B's (C's stays 256)")
 p.add_argument("--stage", default="v5_fused_epilogue")
 p.add_argument("--modes", default="flushed,warm", help="flushed (the L2 flushed before each launch, as the bench), warm")
 args = p.parse_args()
 
 
 class Promoted:
-    """A stage whose prepare encodes its tensor maps with L2 promotion `nbytes`."""
+    """A stage whose prepare encodes its tensor maps with L2 promotion `spec`: one number of bytes
+    for every map, or "aXbY": X for the first map the stage encodes, Y for the second, 256 for any
+    later (v4 and v5 encode A's, B's, then C's; with v5's SWAP_AB the first is the weight's)."""
 
-    def __init__(self, stage, nbytes):
-        self.stage, self.nbytes = stage, nbytes
+    def __init__(self, stage, spec):
+        self.stage = stage
+        if spec.startswith("a"):
+            x, y = spec[1:].split("b")
+            self.seq = [int(x), int(y)]
+        else:
+            self.seq = [int(spec)] * 3
 
     def prepare(self, *a, **kw):
-        saved = tma.L2_PROMOTION_BYTES
-        tma.L2_PROMOTION_BYTES = self.nbytes
+        saved, encode = tma.L2_PROMOTION_BYTES, tma.tensor_map
+        order = iter(self.seq)
+
+        def tensor_map(*args, **kwargs):
+            tma.L2_PROMOTION_BYTES = next(order, 256)
+            return encode(*args, **kwargs)
+
+        tma.tensor_map = tensor_map  # (the stages call tma.tensor_map through the module)
         try:
             return self.stage.prepare(*a, **kw)
         finally:
-            tma.L2_PROMOTION_BYTES = saved
+            tma.tensor_map, tma.L2_PROMOTION_BYTES = encode, saved
 
 
 cp = gpu.cupy()
 dev = gpu.current()
 flush = L2Flusher(dev.l2_bytes)
 st = stages.get(args.stage)
-promotions = [int(x) for x in args.promotions.split(",")]
+promotions = args.promotions.split(",")
 rows, bad = [], []
 for shape in args.shapes.split(","):
     m, n, k = (int(x) for x in shape.split("x"))
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
     ref, mag = verify.reference(a, b, cp)
     out = cp.empty((m, n), cp.float16)
-    entries = {f"p{nb}": Promoted(st, nb) for nb in promotions}
+    entries = {f"p{spec}": Promoted(st, spec) for spec in promotions}
     entries["cublas"] = stages.get("cublas")
     runs, verdict = prepare_judged(entries, set(entries), a, b, out, {}, ref, mag, cp)
     bad += [f"{shape} {nm}: {v}" for nm, v in verdict.items() if v != "ok"]
