@@ -424,7 +424,14 @@ case ${1:-} in
   promo3)      # (issue 13) L2 promotion per operand (A's map, B's map) where 128 for both won and where it lost
     mkdir -p "$LOGS/promo3"
     run promo3-probe 420 python3 scripts/promo_probe.py --promotions 256,128,a128b256,a256b128,64 --modes flushed --rounds 8 --shapes 1000x1000x1000,1300x1000x1000,3000x3000x3000,4095x4097x4104,4096x4096x4104,130x5000x5000,16x14336x4104,128x14336x4104,8192x8192x8200 --out "$LOGS/promo3" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3"; exit 2 ;;
+  promo4)      # (issue 13) v5's L2 promotion by shape (128 where rows start mid-sector on L2-sized grids, M > 128)
+               # against 256 (before) and 64 for every map, then the 1000^3 tiles again under it; its GPU tests
+    mkdir -p "$LOGS/promo4" "$LOGS/promo4t"
+    run promo4-probe 240 python3 scripts/overlap_probe.py --variants v5,L2_PROMO=256,L2_PROMO=64 --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1300x1000x1000,2000x1000x1000,3000x3000x3000,4095x4097x4104,4096x4096x4104,1000x1000x4104,130x5000x5000,2048x2048x2056 --epilogues plain,bias+gelu_tanh --rounds 6 --verify-shapes 999x1001x1000,1300x7x4104 --repeat 1 --out "$LOGS/promo4"
+    W="AUTO=0:BM=64:BN=128:STAGES=8"
+    run promo4-tiles 200 python3 scripts/overlap_probe.py --variants "v5,$W:CLUSTER_M=1,$W:CLUSTER_M=2:CLUSTER_N=2,AUTO=0:BM=128:BN=128:STAGES=6,AUTO=0:BM=64:BN=192:STAGES=6:CLUSTER_M=4,AUTO=0:BM=64:BN=64:STAGES=13" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1016 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/promo4t"
+    run promo4-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "promotion or cluster or sector" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

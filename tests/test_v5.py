@@ -12,7 +12,7 @@ import pytest
 
 import stages
 import stages.v5_fused_epilogue as v5
-from stages.core import compiler, contract, gpu
+from stages.core import compiler, contract, gpu, tma
 from stages.core.stage import Call, cdiv
 from stages.tools import inspect, verify
 
@@ -538,6 +538,50 @@ def test_sector_copies_are_right_as_a_knob(runnable):
     assert all(v5.copies_by_shape(*s, st.defines) for s in shapes if s[2] % 16 == 8)
     for case, kw in verify.EPILOGUE_CASES.items():
         bad = verify.failures(verify.sweep(st, shapes, **kw))
+        assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("shape, promo", [((1000, 1000, 1000), 128), ((1300, 1000, 1000), 128), ((3000, 3000, 3000), 128),
+                                          ((4095, 4097, 4104), 128), ((1000, 1000, 1024), 256), ((1000, 1000, 1008), 256),
+                                          ((4096, 4096, 4096), 256), ((128, 14336, 4104), 256), ((16, 14336, 4104), 256),
+                                          ((8192, 8192, 8200), 256), ((4096, 14336, 4104), 256)])
+def test_l2_promotion_is_128_only_for_mid_sector_rows_on_l2_sized_grids(shape, promo):
+    """A's and B's maps ask for 128-byte L2 blocks where K's rows start mid-sector, M > 128 (not a
+    weight streamed once) and A and B fit twice the L2; 256 elsewhere; L2_PROMO overrides."""
+    assert v5.l2_promotion(*shape, V5.defines, DEV) == promo
+    assert v5.l2_promotion(*shape, {**V5.defines, "L2_PROMO": 64}, DEV) == 64
+    with pytest.raises(ValueError, match="L2_PROMO"):
+        V5.variant(L2_PROMO=32)
+
+
+@pytest.mark.hopper
+def test_the_plan_encodes_a_and_b_with_the_rules_l2_promotion(runnable, monkeypatch):
+    """The plan's A and B maps carry l2_promotion for the K the kernel reads (a copy's K is whole
+    lines: 256); and every promotion is right (a hint to the L2, not a change of what is read)."""
+    st = runnable("v5_fused_epilogue")
+    cp = gpu.cupy()
+    seen, encode = [], tma.tensor_map
+
+    def spy(arr, *args, **kw):
+        seen.append(kw.get("l2_promotion"))
+        return encode(arr, *args, **kw)
+    monkeypatch.setattr(tma, "tensor_map", spy)
+
+    class Kernels:
+        def launcher(self, args, name="gemm_v5_fused_epilogue", dependent=False, **kw):
+            return lambda: None
+    for (m, n, k), promo in (((1000, 1000, 1000), 128), ((1000, 1000, 1001), 256), ((16, 14336, 4104), 256),
+                             ((1000, 1000, 1024), 256)):
+        a, b, out = cp.ones((m, k), cp.float16), cp.ones((n, k), cp.float16), cp.empty((m, n), cp.float16)
+        call = Call(a, b, out, m, n, k, st.defines, gpu.current(), contract.PLAIN)
+        call.cfg = {**call.cfg, **v5.defines_for(call)}
+        seen.clear()
+        v5.plan(call, Kernels())
+        assert seen[:2] == [promo, promo], (m, n, k, seen)
+    monkeypatch.undo()
+    for p in (64, 256):
+        bad = verify.failures(verify.sweep(st.variant(L2_PROMO=p), [(999, 1001, 1000), (1000, 1000, 1000), (1300, 7, 4104)],
+                                           **verify.EPILOGUE_CASES["alpha+bias32+gelu_tanh"]))
         assert not bad, "\n".join(bad)
 
 

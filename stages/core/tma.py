@@ -22,18 +22,20 @@ from .gpu import driver as _driver  # (a module attribute: tests stand a fake in
 
 _MAX_ENTRIES = 256
 # L2 promotion: the size the L2 rounds a TMA request's fetch up to (CU_TENSOR_MAP_L2_PROMOTION_*;
-# 0 none, 64, 128 or 256 bytes). A module setting, read when a map is encoded and part of its cache
-# key, so that a probe can compare them (scripts/promo_probe.py).
+# 0 none, 64, 128 or 256 bytes): what a map gets where its caller does not say (v5 says, per call:
+# its README, "L2 promotion"). Part of a map's cache key.
 L2_PROMOTION_BYTES = 256
 _cache: collections.OrderedDict = collections.OrderedDict()
 _lock = threading.Lock()  # two host threads: a lookup must not race another thread's eviction
 stats = {"encoded": 0, "hits": 0}
 
 
-def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128) -> np.void:
-    """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements."""
+def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128,
+               l2_promotion: int | None = None) -> np.void:
+    """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements;
+    l2_promotion in bytes (0, 64, 128, 256; None: L2_PROMOTION_BYTES)."""
     rows, cols = arr.shape
-    promotion = L2_PROMOTION_BYTES
+    promotion = L2_PROMOTION_BYTES if l2_promotion is None else l2_promotion
     key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes, promotion)
     with _lock:
         hit = _cache.get(key)

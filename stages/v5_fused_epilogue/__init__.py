@@ -18,7 +18,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
-          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2}
+          "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
+          "L2_PROMO": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -164,6 +165,25 @@ def sector_misaligned(k: int) -> bool:
 # into rows of a multiple of PAD_K, after which the rows start on whole lines. The rule then
 # chooses the tile for the K the kernel runs (_rule_k): the copy's rows are aligned. (The k-block
 # count is the same either way: PAD_K is 8 or 64.)
+# A and B's tensor maps ask the L2 to fetch 256-byte blocks around a miss (CU_TENSOR_MAP_L2_PROMOTION_
+# L2_256B, as v3 and v4), except where K's rows start mid-sector, M > 128 and A and B together fit
+# twice the L2: there 128. With the L2 flushed (scripts/promo_probe.py, 8 interleaved rounds, us,
+# 256 -> 128, results/probes/20261201T152330 and T152413): 1000^3 12.4 -> 11.7 and 11.6 (cuBLAS
+# 10.0), 1300 x 1000 x 1000 15.2 -> 13.5, 3000^3 93.7 -> 90.8, 4095 x 4097 x 4104 232.4 -> 222.3,
+# 4096 x 4096 x 4104 194.6 -> 189.2; equal within 0.6 at 600 x 1000 x 1000, 1000 x 1000 x 4104,
+# 2048 x 2048 x 2056, 4096 x 14336 x 4104 (A and B 2.4 times the L2). 256 stays where the weight
+# streams once (M <= 128: 16 x 14336 x 4104 42.5 against 43.6, 128 x 14336 x 4104 47.3 against
+# 48.8; B's map alone at 256 matched 256 for both, not better) and where A and B are far past the
+# L2 (8192 x 8192 x 8200: 1644 against 1663, 1632 against 1643). Whole-sector rows: no difference
+# (1000 x 1000 x 1024, 1008; 4096^3; decode, T152214). README "L2 promotion".
+def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
+    """The L2 promotion (bytes) of A's and B's tensor maps for the K the kernel reads."""
+    if c["L2_PROMO"]:
+        return c["L2_PROMO"]
+    fits = (m + n) * k * 2 <= 2 * dev.l2_bytes
+    return 128 if sector_misaligned(k) and m > 128 and fits else 256
+
+
 def copies_by_shape(m: int, n: int, k: int, c: dict) -> bool:
     """Whether A and B are copied into padded rows for the shape alone (not the pointers)."""
     return k % 8 != 0 or bool(c["PAD_SECTOR"] and sector_misaligned(k) and m * n <= c["PAD_SECTOR"] << 20)
@@ -398,6 +418,7 @@ def check_config(c: dict) -> None:
         (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (decode tiles of C^T with the operands swapped where the rule runs unsplit decode tiles: 1 always, 2 with an activation and M <= 32, 0 never)"),
         (c["SWAP_AB"] != 1 or c["AUTO"], "SWAP_AB=1 with AUTO=1 (the rule decides where to swap)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
+        (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
         (c["SPLIT_CLUSTER"] in (0, 1, 2, 4, 8), "SPLIT_CLUSTER 0 (the rule's), 1 (none), 2, 4 or 8 (the CTAs of a cluster that split one tile's K, AUTO=0)"),
@@ -600,8 +621,9 @@ def plan(call: Call, kernels) -> list:
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
     # multicasts them to the CTAs on its tile column and row)
-    args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64),
-            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64),
+    promo = l2_promotion(call.m, call.n, k_run, call.cfg, call.dev)  # (the call's M and N: before any swap)
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo),
+            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
