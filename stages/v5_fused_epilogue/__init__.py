@@ -168,7 +168,7 @@ def sector_misaligned(k: int) -> bool:
 # A and B's tensor maps ask the L2 to fetch 256-byte blocks around a miss (CU_TENSOR_MAP_L2_PROMOTION_
 # L2_256B, as v3 and v4), except where K's rows start mid-sector, M > 128 and A and B together fit
 # twice the L2: there 128. With the L2 flushed (scripts/promo_probe.py, 8 interleaved rounds, us,
-# 256 -> 128, results/probes/20261201T152330 and T152413): 1000^3 12.4 -> 11.7 and 11.6 (cuBLAS
+# 256 -> 128, results/probes/20261201T152242 and T152310): 1000^3 12.4 -> 11.7 and 11.6 (cuBLAS
 # 10.0), 1300 x 1000 x 1000 15.2 -> 13.5, 3000^3 93.7 -> 90.8, 4095 x 4097 x 4104 232.4 -> 222.3,
 # 4096 x 4096 x 4104 194.6 -> 189.2; equal within 0.6 at 600 x 1000 x 1000, 1000 x 1000 x 4104,
 # 2048 x 2048 x 2056, 4096 x 14336 x 4104 (A and B 2.4 times the L2). 256 stays where the weight
