@@ -431,7 +431,11 @@ case ${1:-} in
     W="AUTO=0:BM=64:BN=128:STAGES=8"
     run promo4-tiles 200 python3 scripts/overlap_probe.py --variants "v5,$W:CLUSTER_M=1,$W:CLUSTER_M=2:CLUSTER_N=2,AUTO=0:BM=128:BN=128:STAGES=6,AUTO=0:BM=64:BN=192:STAGES=6:CLUSTER_M=4,AUTO=0:BM=64:BN=64:STAGES=13" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1016 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/promo4t"
     run promo4-tests 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "promotion or cluster or sector" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4"; exit 2 ;;
+  tmapf)       # (issue 13) TMAP_PREFETCH=1 (prefetch.tensormap before the barriers) against the shipped build,
+               # small grids where the prologue is a larger share, decode, prefill and 4096^3
+    mkdir -p "$LOGS/tmapf"
+    run tmapf-probe 300 python3 scripts/overlap_probe.py --variants v5,TMAP_PREFETCH=1 --shapes 1000x1000x1000,999x1001x1000,1024x1024x1024,600x1000x1000,1x4096x4096,16x14336x4096,128x14336x4096,512x1024x4096,1000x1000x4096,130x5000x5000,4096x4096x4096 --epilogues plain,bias+gelu_tanh --rounds 8 --verify-shapes 999x1001x1000,3x4097x200,1300x7x4104 --repeat 1 --out "$LOGS/tmapf" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

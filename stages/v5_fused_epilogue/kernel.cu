@@ -181,6 +181,11 @@
 #ifndef EPI_DEFER
 #define EPI_DEFER 0
 #endif
+// TMAP_PREFETCH=1: the first thread asks for the tensor maps (prefetch.tensormap) before it sets up
+// the barriers, so that the first TMA copy does not wait for its 128-byte descriptor to be fetched.
+#ifndef TMAP_PREFETCH
+#define TMAP_PREFETCH 0
+#endif
 // EPI_OVERLAP=d > 0 (128 x 256 tiles, TMA store, no split of K, no stream-K; the host's
 // epi_overlap): the epilogue's math runs while the tensor cores work. A tile's accumulators are
 // two halves of 128 columns (acc[0..63], acc[64..127]; wgmma m64n128k16 on each, B's rows 0-127
@@ -956,6 +961,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
 
   if (threadIdx.x == 0) {
+#if TMAP_PREFETCH
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_a) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_b) : "memory");
+#if TMA_STORE
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_c) : "memory");
+#endif
+#endif
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
       mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);         // one arrival per consumer warp, every CTA
