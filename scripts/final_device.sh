@@ -435,7 +435,16 @@ case ${1:-} in
                # small grids where the prologue is a larger share, decode, prefill and 4096^3
     mkdir -p "$LOGS/tmapf"
     run tmapf-probe 300 python3 scripts/overlap_probe.py --variants v5,TMAP_PREFETCH=1 --shapes 1000x1000x1000,999x1001x1000,1024x1024x1024,600x1000x1000,1x4096x4096,16x14336x4096,128x14336x4096,512x1024x4096,1000x1000x4096,130x5000x5000,4096x4096x4096 --epilogues plain,bias+gelu_tanh --rounds 8 --verify-shapes 999x1001x1000,3x4097x200,1300x7x4104 --repeat 1 --out "$LOGS/tmapf" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf"; exit 2 ;;
+  promo-pub)   # (issue 13, GPU idle) v5's table re-published after the L2 promotion rule (plain, beside v4 and
+               # cuBLAS), the promotion back to back without the flush at the large misaligned shapes, then
+               # every epilogue 20 times with fresh inputs on shapes the rule gives 128-byte blocks
+    ALL="$TABLE $N144"
+    COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
+    run bench-v5-shapes 260 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish
+    mkdir -p "$LOGS/promo-warm"
+    run promo-warm 60 python3 scripts/promo_probe.py --promotions 256,128 --modes warm,flushed --rounds 6 --shapes 4096x4096x4104,4095x4097x4104,3000x3000x3000,1000x1000x1000 --out "$LOGS/promo-warm"
+    run promo-verify 200 python3 -m stages verify v5_fused_epilogue --shape 1000x1000x1000 --shape 999x1001x1000 --shape 1300x7x4104 --shape 4095x4097x4104 --shape 130x5000x5000 --shape 3000x3000x3000 --epilogue all --repeat 20 ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
