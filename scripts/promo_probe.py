@@ -36,9 +36,12 @@ args = p.parse_args()
 
 
 class Promoted:
-    """A stage whose prepare encodes its tensor maps with L2 promotion `spec`: one number of bytes
-    for every map, or "aXbY": X for the first map the stage encodes, Y for the second, 256 for any
-    later (v4 and v5 encode A's, B's, then C's; with v5's SWAP_AB the first is the weight's)."""
+    """A stage whose prepare encodes A's and B's tensor maps with L2 promotion `spec`, whatever the
+    stage asks: one number of bytes for both, or "aXbY": X for the first map the stage encodes, Y
+    for the second (v4 and v5 encode A's, B's, then C's, which keeps what the stage asks; with v5's
+    SWAP_AB the first is the weight's). (Until commit b4dc612 this set tma.L2_PROMOTION_BYTES,
+    which v5 stopped reading when it began to pass its own, `l2_promotion`; a number then also
+    applied to C's map.)"""
 
     def __init__(self, stage, spec):
         self.stage = stage
@@ -46,21 +49,23 @@ class Promoted:
             x, y = spec[1:].split("b")
             self.seq = [int(x), int(y)]
         else:
-            self.seq = [int(spec)] * 3
+            self.seq = [int(spec)] * 2
 
     def prepare(self, *a, **kw):
-        saved, encode = tma.L2_PROMOTION_BYTES, tma.tensor_map
+        encode = tma.tensor_map
         order = iter(self.seq)
 
         def tensor_map(*args, **kwargs):
-            tma.L2_PROMOTION_BYTES = next(order, 256)
+            nbytes = next(order, None)
+            if nbytes is not None:
+                kwargs["l2_promotion"] = nbytes
             return encode(*args, **kwargs)
 
         tma.tensor_map = tensor_map  # (the stages call tma.tensor_map through the module)
         try:
             return self.stage.prepare(*a, **kw)
         finally:
-            tma.tensor_map, tma.L2_PROMOTION_BYTES = encode, saved
+            tma.tensor_map = encode
 
 
 cp = gpu.cupy()
