@@ -1,6 +1,7 @@
-"""Does the TMA tensor maps' L2 promotion change what misaligned rows cost? Every TMA map v4 and v5
-encode says CU_TENSOR_MAP_L2_PROMOTION_L2_256B (stages/core/tma.py, L2_PROMOTION_BYTES): a request
-that misses the L2 fetches the 256-byte block around it. Rows of K = 1000 (2,000 bytes) start 16
+"""Does the TMA tensor maps' L2 promotion change what misaligned rows cost? Every TMA map v3 and v4
+encode says CU_TENSOR_MAP_L2_PROMOTION_L2_256B (stages/core/tma.py's default), and so did v5's: a
+request that misses the L2 fetches the 256-byte block around it (v5 now chooses per call,
+`l2_promotion`). Rows of K = 1000 (2,000 bytes) start 16
 bytes into a 32-byte sector every other row, and there v5 pays 2-4 us that cuBLAS pays ~1 of (v5
 README, "Sectors, not lines"). This prepares v5 once per promotion (none, 64, 128, 256 bytes: the
 maps are encoded at prepare time, so each prepared launch keeps its own), judges every launch against
@@ -39,9 +40,9 @@ class Promoted:
     """A stage whose prepare encodes A's and B's tensor maps with L2 promotion `spec`, whatever the
     stage asks: one number of bytes for both, or "aXbY": X for the first map the stage encodes, Y
     for the second (v4 and v5 encode A's, B's, then C's, which keeps what the stage asks; with v5's
-    SWAP_AB the first is the weight's). (Until commit b4dc612 this set tma.L2_PROMOTION_BYTES,
-    which v5 stopped reading when it began to pass its own, `l2_promotion`; a number then also
-    applied to C's map.)"""
+    SWAP_AB the first is the weight's). (Until commit b4dc612 this set a module default in tma.py,
+    which v5 stopped reading when it began to pass its own, `l2_promotion`, at 2d792fd; the probes
+    before that, T152214 to T152310, reached it, and a number then also applied to C's map.)"""
 
     def __init__(self, stage, spec):
         self.stage = stage

@@ -21,22 +21,18 @@ from .gpu import device_of
 from .gpu import driver as _driver  # (a module attribute: tests stand a fake in for it)
 
 _MAX_ENTRIES = 256
-# L2 promotion: the size the L2 rounds a TMA request's fetch up to (CU_TENSOR_MAP_L2_PROMOTION_*;
-# 0 none, 64, 128 or 256 bytes): what a map gets where its caller does not say (v5 says, per call:
-# its README, "L2 promotion"). Part of a map's cache key.
-L2_PROMOTION_BYTES = 256
 _cache: collections.OrderedDict = collections.OrderedDict()
 _lock = threading.Lock()  # two host threads: a lookup must not race another thread's eviction
 stats = {"encoded": 0, "hits": 0}
 
 
 def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128,
-               l2_promotion: int | None = None) -> np.void:
-    """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements;
-    l2_promotion in bytes (0, 64, 128, 256; None: L2_PROMOTION_BYTES)."""
+               l2_promotion: int = 256) -> np.void:
+    """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements.
+    l2_promotion: the bytes the L2 fetches around a request that misses (CU_TENSOR_MAP_L2_PROMOTION_*:
+    0 none, 64, 128 or 256; v5 chooses per call, its README "L2 promotion")."""
     rows, cols = arr.shape
-    promotion = L2_PROMOTION_BYTES if l2_promotion is None else l2_promotion
-    key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes, promotion)
+    key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes, l2_promotion)
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -56,7 +52,7 @@ def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128,
         [drv.cuuint32_t(1), drv.cuuint32_t(1)],
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         getattr(drv.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_"
-                + {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}[promotion]),
+                + {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}[l2_promotion]),
         drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != drv.CUresult.CUDA_SUCCESS:
         raise ValueError(f"cuTensorMapEncodeTiled refused a {rows}x{cols} array with box "
