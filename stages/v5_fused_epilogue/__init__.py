@@ -159,12 +159,6 @@ def sector_misaligned(k: int) -> bool:
     return (2 * k) % 32 != 0
 
 
-# The padded copy (plan, kernel.cu gemm_v5_fused_epilogue_pad): where TMA cannot read A and B as
-# they are (K % 8 != 0; a base that is not 16-byte aligned, which only the call's pointers tell),
-# and, with PAD_SECTOR = t > 0, where K's rows start mid-sector and M x N <= t x 2^20: one copy
-# into rows of a multiple of PAD_K, after which the rows start on whole lines. The rule then
-# chooses the tile for the K the kernel runs (_rule_k): the copy's rows are aligned. (The k-block
-# count is the same either way: PAD_K is 8 or 64.)
 # A and B's tensor maps ask the L2 to fetch 256-byte blocks around a miss (CU_TENSOR_MAP_L2_PROMOTION_
 # L2_256B, as v3 and v4), except where K's rows start mid-sector, M > 128 and A and B together fit
 # twice the L2: there 128. With the L2 flushed (scripts/promo_probe.py, 8 interleaved rounds, us,
@@ -175,7 +169,8 @@ def sector_misaligned(k: int) -> bool:
 # streams once (M <= 128: 16 x 14336 x 4104 42.5 against 43.6, 128 x 14336 x 4104 47.3 against
 # 48.8; B's map alone at 256 matched 256 for both, not better) and where A and B are far past the
 # L2 (8192 x 8192 x 8200: 1644 against 1663, 1632 against 1643). Whole-sector rows: no difference
-# (1000 x 1000 x 1024, 1008; 4096^3; decode, T152214). README "L2 promotion".
+# (1000 x 1000 x 1024, 1008; 4096^3; decode, T152214). The rule against 256 for both, interleaved:
+# T152520 (1000^3 12.1 -> 11.4, 4095 x 4097 x 4104 236.3 -> 219.7). README "L2 promotion".
 def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
     """The L2 promotion (bytes) of A's and B's tensor maps for the K the kernel reads."""
     if c["L2_PROMO"]:
@@ -184,6 +179,12 @@ def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
     return 128 if sector_misaligned(k) and m > 128 and fits else 256
 
 
+# The padded copy (plan, kernel.cu gemm_v5_fused_epilogue_pad): where TMA cannot read A and B as
+# they are (K % 8 != 0; a base that is not 16-byte aligned, which only the call's pointers tell),
+# and, with PAD_SECTOR = t > 0, where K's rows start mid-sector and M x N <= t x 2^20: one copy
+# into rows of a multiple of PAD_K, after which the rows start on whole lines. The rule then
+# chooses the tile for the K the kernel runs (_rule_k): the copy's rows are aligned. (The k-block
+# count is the same either way: PAD_K is 8 or 64.)
 def copies_by_shape(m: int, n: int, k: int, c: dict) -> bool:
     """Whether A and B are copied into padded rows for the shape alone (not the pointers)."""
     return k % 8 != 0 or bool(c["PAD_SECTOR"] and sector_misaligned(k) and m * n <= c["PAD_SECTOR"] << 20)

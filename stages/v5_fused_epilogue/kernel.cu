@@ -35,7 +35,7 @@
 //             with the operands swapped (SWAP_AB, per call where an activation is applied and
 //             M <= 32): the weight as A, x as B, C^T's tiles stored transposed. On the host
 //             only: A's and B's tensor maps ask the L2 for 128-byte blocks, not 256, where K's
-//             rows start mid-sector and the operands are L2-sized (L2_PROMO, per call).
+//             rows start mid-sector, M > 128 and the operands are L2-sized (L2_PROMO, per call).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; otherwise
