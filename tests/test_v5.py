@@ -474,6 +474,8 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(EPI_OVERLAP=4)
     with pytest.raises(ValueError, match="SWAP_AB=1 with AUTO=1"):
         V5.variant(AUTO=0, SWAP_AB=1)
+    with pytest.raises(ValueError, match="L2_PROMO 0"):
+        V5.variant(L2_PROMO=32)
 
 
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
@@ -550,8 +552,32 @@ def test_l2_promotion_is_128_only_for_mid_sector_rows_on_l2_sized_grids(shape, p
     weight streamed once) and A and B fit twice the L2; 256 elsewhere; L2_PROMO overrides."""
     assert v5.l2_promotion(*shape, V5.defines, DEV) == promo
     assert v5.l2_promotion(*shape, {**V5.defines, "L2_PROMO": 64}, DEV) == 64
-    with pytest.raises(ValueError, match="L2_PROMO"):
-        V5.variant(L2_PROMO=32)
+
+
+MAIN, REDUCE = "gemm_v5_fused_epilogue", "gemm_v5_fused_epilogue_reduce"
+
+
+class _Launches:
+    """What plan() is given as `kernels`: records each launch (name, dependent, args), runs none."""
+
+    def __init__(self):
+        self.calls = []
+
+    def launcher(self, args, name=MAIN, dependent=False, **kw):
+        self.calls.append((name, dependent, args))
+        return lambda: None
+
+
+def _plan(defines, m, n, k) -> _Launches:
+    """plan() of a plain call on ones (M, K) and (N, K) under `defines` (the per-call defines
+    added as the stage adds them), with the launches recorded, not run."""
+    cp = gpu.cupy()
+    a, b, out = cp.ones((m, k), cp.float16), cp.ones((n, k), cp.float16), cp.empty((m, n), cp.float16)
+    call = Call(a, b, out, m, n, k, defines, gpu.current(), contract.PLAIN)
+    call.cfg = {**call.cfg, **v5.defines_for(call)}
+    launches = _Launches()
+    v5.plan(call, launches)
+    return launches
 
 
 @pytest.mark.hopper
@@ -559,24 +585,16 @@ def test_the_plan_encodes_a_and_b_with_the_rules_l2_promotion(runnable, monkeypa
     """The plan's A and B maps carry l2_promotion for the K the kernel reads (a copy's K is whole
     lines: 256); and every promotion is right (a hint to the L2, not a change of what is read)."""
     st = runnable("v5_fused_epilogue")
-    cp = gpu.cupy()
     seen, encode = [], tma.tensor_map
 
     def spy(arr, *args, **kw):
         seen.append(kw.get("l2_promotion"))
         return encode(arr, *args, **kw)
     monkeypatch.setattr(tma, "tensor_map", spy)
-
-    class Kernels:
-        def launcher(self, args, name="gemm_v5_fused_epilogue", dependent=False, **kw):
-            return lambda: None
     for (m, n, k), promo in (((1000, 1000, 1000), 128), ((1000, 1000, 1001), 256), ((16, 14336, 4104), 256),
                              ((1000, 1000, 1024), 256)):
-        a, b, out = cp.ones((m, k), cp.float16), cp.ones((n, k), cp.float16), cp.empty((m, n), cp.float16)
-        call = Call(a, b, out, m, n, k, st.defines, gpu.current(), contract.PLAIN)
-        call.cfg = {**call.cfg, **v5.defines_for(call)}
         seen.clear()
-        v5.plan(call, Kernels())
+        _plan(st.defines, m, n, k)
         assert seen[:2] == [promo, promo], (m, n, k, seen)
     monkeypatch.undo()
     for p in (64, 256):
@@ -729,20 +747,9 @@ def test_the_padded_copy_rounds_k_to_pad_k_and_is_right(pad_k, runnable):
     (64, shipped: whole 128-byte rows; 8: the least TMA takes) and launches the kernel with that
     K; both are right on odd K (a 128 x 256 pair-rule grid among them)."""
     st = runnable("v5_fused_epilogue").variant(PAD_K=pad_k)
-    cp = gpu.cupy()
-
-    class Kernels:
-        def launcher(self, args, name="gemm_v5_fused_epilogue", dependent=False, **kw):
-            if name == "gemm_v5_fused_epilogue":  # (the main kernel's K; a split's reduce follows)
-                self.k = int(args[6])
-            return lambda: None
     for m, n, k in [(33, 300, 13), (1500, 2600, 1001), (4, 4096, 4100)]:
-        a, b, out = cp.ones((m, k), cp.float16), cp.ones((n, k), cp.float16), cp.empty((m, n), cp.float16)
-        call = Call(a, b, out, m, n, k, st.defines, gpu.current(), contract.PLAIN)
-        call.cfg = {**call.cfg, **v5.defines_for(call)}
-        kernels = Kernels()
-        v5.plan(call, kernels)
-        assert kernels.k == cdiv(k, pad_k) * pad_k, (m, n, k)
+        main_args = [args for name, _, args in _plan(st.defines, m, n, k).calls if name == MAIN]
+        assert [int(args[6]) for args in main_args] == [cdiv(k, pad_k) * pad_k], (m, n, k)  # the main kernel's K
     bad = verify.failures(verify.sweep(st, [(33, 300, 13), (1500, 2600, 1001), (4, 4096, 4100), (129, 7, 4101)],
                                        **verify.EPILOGUE_CASES["alpha+bias32+gelu_tanh"]))
     assert not bad, "\n".join(bad)
@@ -784,25 +791,10 @@ def test_the_in_kernel_split_sum_launches_one_kernel(runnable):
     """SPLIT_FIXUP=1 (a knob): the main kernel alone, with a per-tile counter; 0 (shipped): the
     reduce kernel after it."""
     runnable("v5_fused_epilogue")
-    cp = gpu.cupy()
-
-    class Kernels:
-        def __init__(self):
-            self.names = []
-
-        def launcher(self, args, name="gemm_v5_fused_epilogue", dependent=False, **kw):
-            self.names.append((name, dependent))
-            return lambda: None
-    a, b, out = cp.ones((1, 4096), cp.float16), cp.ones((4096, 4096), cp.float16), cp.empty((1, 4096), cp.float16)
-    main, reduce = "gemm_v5_fused_epilogue", "gemm_v5_fused_epilogue_reduce"
-    for fix, pdl, names in ((1, 1, [(main, False)]), (0, 1, [(main, False), (reduce, True)]),
-                            (0, 0, [(main, False), (reduce, False)])):
-        call = Call(a, b, out, 1, 4096, 4096, {**V5.defines, **BY_UNITS, "SPLIT_FIXUP": fix, "PDL": pdl}, gpu.current(),
-                    contract.PLAIN)
-        call.cfg = {**call.cfg, **v5.defines_for(call)}
-        kernels = Kernels()
-        v5.plan(call, kernels)
-        assert kernels.names == names
+    for fix, pdl, names in ((1, 1, [(MAIN, False)]), (0, 1, [(MAIN, False), (REDUCE, True)]),
+                            (0, 0, [(MAIN, False), (REDUCE, False)])):
+        launches = _plan({**V5.defines, **BY_UNITS, "SPLIT_FIXUP": fix, "PDL": pdl}, 1, 4096, 4096)
+        assert [(name, dependent) for name, dependent, _ in launches.calls] == names
 
 
 @pytest.mark.hopper
