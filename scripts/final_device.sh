@@ -444,7 +444,14 @@ case ${1:-} in
     mkdir -p "$LOGS/promo-warm"
     run promo-warm 60 python3 scripts/promo_probe.py --promotions 256,128 --modes warm,flushed --rounds 6 --shapes 4096x4096x4104,4095x4097x4104,3000x3000x3000,1000x1000x1000 --out "$LOGS/promo-warm"
     run promo-verify 200 python3 -m stages verify v5_fused_epilogue --shape 1000x1000x1000 --shape 999x1001x1000 --shape 1300x7x4104 --shape 4095x4097x4104 --shape 130x5000x5000 --shape 3000x3000x3000 --epilogue all --repeat 20 ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub"; exit 2 ;;
+  decode4)     # (issue 13) cuBLAS's decode kernel runs 4 x 1 clusters: v5's 64 x 128 tile with x shared along N
+               # by multicast (CLUSTER_N 2, 4; 64-row A buffers, 8 of them) against the same ring alone and the
+               # rule (16-row buffers, 11), interleaved; then the whole suite (the owed GPU tests of 6152061)
+    mkdir -p "$LOGS/decode4"
+    W="AUTO=0:BM=64:BN=128:STAGES=8"
+    run decode4-probe 200 python3 scripts/overlap_probe.py --variants "v5,$W,$W:CLUSTER_N=2,$W:CLUSTER_N=4" --shapes 16x14336x4096,8x14336x4096,32x14336x4096,16x4096x14336,64x14336x4096 --epilogues plain --rounds 6 --verify-shapes 17x4097x1000,3x1000x4104 --repeat 1 --out "$LOGS/decode4"
+    run suite-file 340 python3 -m pytest -q -p no:cacheprovider -rs tests/ ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
