@@ -451,7 +451,12 @@ case ${1:-} in
     W="AUTO=0:BM=64:BN=128:STAGES=8"
     run decode4-probe 200 python3 scripts/overlap_probe.py --variants "v5,$W,$W:CLUSTER_N=2,$W:CLUSTER_N=4" --shapes 16x14336x4096,8x14336x4096,32x14336x4096,16x4096x14336,64x14336x4096 --epilogues plain --rounds 6 --verify-shapes 17x4097x1000,3x1000x4104 --repeat 1 --out "$LOGS/decode4"
     run suite-file 340 python3 -m pytest -q -p no:cacheprovider -rs tests/ ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4"; exit 2 ;;
+  l2hint)      # (issue 13) L2_HINT (an eviction priority on A's and B's TMA loads): 1 (B, the weight, evict_first;
+               # A evict_last) and 2 (the other way) against none, at decode, prefill, one token, 1000^3 and
+               # the large shapes, plain and bias+gelu_tanh (the swapped decode tile: A is the weight)
+    mkdir -p "$LOGS/l2hint"
+    run l2hint-probe 420 python3 scripts/overlap_probe.py --variants v5,L2_HINT=1,L2_HINT=2 --shapes 16x14336x4096,32x14336x4096,128x14336x4096,16x4096x14336,1x4096x4096,1x8192x8192,1000x1000x1000,4096x4096x4096,4096x14336x4096 --epilogues plain,bias+gelu_tanh --rounds 6 --verify-shapes 17x4097x1000,3x1000x4104,1300x7x4104 --repeat 1 --out "$LOGS/l2hint" ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

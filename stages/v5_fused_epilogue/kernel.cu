@@ -186,6 +186,13 @@
 #ifndef TMAP_PREFETCH
 #define TMAP_PREFETCH 0
 #endif
+// L2_HINT (a knob): an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made
+// by createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (the tensor map's
+// own), 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A
+// that every block rereads), 2 the other way round (the swapped decode tile: A is the weight).
+#ifndef L2_HINT
+#define L2_HINT 0
+#endif
 // EPI_OVERLAP=d > 0 (128 x 256 tiles, TMA store, no split of K, no stream-K; the host's
 // epi_overlap): the epilogue's math runs while the tensor cores work. A tile's accumulators are
 // two halves of 128 columns (acc[0..63], acc[64..127]; wgmma m64n128k16 on each, B's rows 0-127
@@ -286,19 +293,44 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // ---- TMA: one box of a 2-D tensor, global -> shared, completion counted on an mbarrier ------
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, int x, int y, unsigned bar) {
+// With L2_HINT the copy carries an L2 eviction policy (`policy`, from l2_policy); else it is unused.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, int x, int y, unsigned bar,
+                                            [[maybe_unused]] unsigned long long policy) {
+#if L2_HINT
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy) : "memory");
+#else
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
+#endif
 }
 // The same box written to the same offset of every CTA in `mask`, and counted on the mbarrier
 // at the same offset in each of them.
 __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaDesc* map, int x, int y,
-                                                      unsigned bar, unsigned short mask) {
+                                                      unsigned bar, unsigned short mask,
+                                                      [[maybe_unused]] unsigned long long policy) {
+#if L2_HINT
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+      " [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask), "l"(policy) : "memory");
+#else
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
       " [%0], [%1, {%2, %3}], [%4], %5;\n"
       ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
+#endif
+}
+// An L2 eviction policy for every access it is given to: evict_first (first = true) or evict_last.
+__device__ __forceinline__ unsigned long long l2_policy(bool first) {
+  unsigned long long p;
+  if (first)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
 }
 // shared -> global: one box, tracked by the issuing thread's bulk-group counter.
 __device__ __forceinline__ void tma_store_2d(const TmaDesc* map, unsigned src, int x, int y) {
@@ -995,6 +1027,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
+      const unsigned long long pol_a = L2_HINT ? l2_policy(L2_HINT == 2) : 0, pol_b = L2_HINT ? l2_policy(L2_HINT == 1) : 0;
       Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
       for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
@@ -1011,16 +1044,16 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if CLUSTER_N > 1
           // slice rn of A's rows, to every CTA on this tile row (ranks rm, rm + CLUSTER_M, ...)
           tma_load_2d_multicast(a_dst + rn * A_SLICE_BYTES, &tmap_a, kt * BK, block_m + rn * A_SLICE_ROWS,
-                                full_bar + 8 * s, A_ROW_MASK << rm);
+                                full_bar + 8 * s, A_ROW_MASK << rm, pol_a);
 #else
-          tma_load_2d(a_dst, &tmap_a, kt * BK, block_m, full_bar + 8 * s);
+          tma_load_2d(a_dst, &tmap_a, kt * BK, block_m, full_bar + 8 * s, pol_a);
 #endif
 #if CLUSTER_M > 1
           // slice rm of B's rows, to every CTA on this tile column (ranks rn * CLUSTER_M ...)
           tma_load_2d_multicast(a_dst + A_BYTES + rm * B_SLICE_BYTES, &tmap_b, kt * BK,
-                                block_n + rm * B_SLICE_ROWS, full_bar + 8 * s, ((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M));
+                                block_n + rm * B_SLICE_ROWS, full_bar + 8 * s, ((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M), pol_b);
 #else
-          tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s);
+          tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s, pol_b);
 #endif
         }
       }
