@@ -456,7 +456,16 @@ case ${1:-} in
                # the large shapes, plain and bias+gelu_tanh (the swapped decode tile: A is the weight)
     mkdir -p "$LOGS/l2hint"
     run l2hint-probe 420 python3 scripts/overlap_probe.py --variants v5,L2_HINT=1,L2_HINT=2 --shapes 16x14336x4096,32x14336x4096,128x14336x4096,16x4096x14336,1x4096x4096,1x8192x8192,1000x1000x1000,4096x4096x4096,4096x14336x4096 --epilogues plain,bias+gelu_tanh --rounds 6 --verify-shapes 17x4097x1000,3x1000x4104,1300x7x4104 --repeat 1 --out "$LOGS/l2hint" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint"; exit 2 ;;
+  l2rule)      # (issue 13) v5's L2_HINT by shape (l2_hint: 1 where M fits one row of tiles, 2 the mirror) against
+               # none and hint 1 forced, a few rows of tiles too, the bench's fill flush and a clean one; then
+               # v5's table published (plain, beside v4 and cuBLAS) and every epilogue 5 times on the hinted shapes
+    mkdir -p "$LOGS/l2rule"
+    run l2rule-probe 200 python3 scripts/overlap_probe.py --variants v5,L2_HINT=0,L2_HINT=1 --shapes 16x14336x4096,128x14336x4096,16x4096x14336,1x4096x4096,1x8192x8192,64x4096x4096,14336x16x4096,129x14336x4096,128x4096x4096,256x4096x4096,130x5000x5000,4096x4096x4096 --epilogues plain,bias+gelu_tanh --flushes fill,clean --rounds 5 --verify-shapes 17x4097x1000,3x1000x4104,4097x7x1000 --repeat 1 --out "$LOGS/l2rule"
+    ALL="$TABLE $N144"
+    COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
+    run bench-v5-shapes 230 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish
+    run l2rule-verify 120 python3 -m stages verify v5_fused_epilogue --shape 16x14336x4096 --shape 1x4096x4096 --shape 128x14336x4096 --shape 14336x16x4096 --shape 3x4097x200 --shape 7x1000x13 --epilogue all --repeat 5 ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -3,7 +3,7 @@ each half's epilogue (alpha, bias, activation, store) runs while the other half'
 
 Every variant below is first judged against float64 (fresh inputs, NaN-poisoned output), then all
 of a shape's variants are timed in interleaved rounds (clock drift cancels; each row is the median
-of rounds x reps samples, the L2 flushed before each):
+of rounds x reps samples, the L2 flushed before each: --flushes fill, as the bench, and/or clean):
   v5          shipped
   v5-dp       STREAMK=0 (where the shipped build splits a last wave by stream-K, overlap cannot run)
   ovlD        EPI_OVERLAP=D (D = 1, 2, 3 k-blocks at each end), STREAMK as shipped: where the
@@ -41,6 +41,8 @@ p.add_argument("--verify-shapes", default="3001x4096x1000,2500x2056x777,4095x409
                help="odd shapes (128 x 256 tiles, several per CTA) verified for every variant and epilogue")
 p.add_argument("--repeat", type=int, default=2, help="fresh-input repeats of the odd-shape checks")
 p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+p.add_argument("--flushes", default="fill", help="the L2 flush before each launch: fill (the bench's, leaves dirty "
+               "lines), clean (a read: the L2 left clean), or both, comma-separated; each timed in turn")
 args = p.parse_args()
 
 V5 = stages.get("v5_fused_epilogue")
@@ -112,7 +114,7 @@ with cf.ProcessPoolExecutor(max_workers=args.jobs) as pool:
 print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s ({max(secs):.0f} s the longest)", flush=True)
 
 rows, checks = [], []
-flush = L2Flusher(dev.l2_bytes)
+flushers = {f: L2Flusher(dev.l2_bytes, clean=(f == "clean")) for f in args.flushes.split(",")}
 BASE = {"plain": ["cublas"], "bias+gelu_tanh": ["torch_addmm_gelu", "torch_linear"]}
 try:
     import torch  # noqa: F401
@@ -153,17 +155,20 @@ for (m, n, k) in shapes:
         runs, verdict = prepare_judged(entries, set(entries), a, b, out, kw, ref, mag, cp)
         ovl = {nm: defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
                for nm in runs if nm in stages_by_name}
-        med, samples = interleaved(runs, args.rounds, args.reps, flush)
-        for nm, ms in med.items():
-            rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": nm, "ms_median": ms,
-                         "tflops": tflops(m, n, k, ms), "samples": len(samples[nm]),
-                         "check": verdict[nm], "overlap": ovl.get(nm)})
-        print(f"{m}x{n}x{k} {label}: " + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items())
-              + "  | " + " ".join(f"{nm}:{c}" for nm, c in verdict.items() if c != "ok"), flush=True)
+        for fname, flush in flushers.items():
+            med, samples = interleaved(runs, args.rounds, args.reps, flush)
+            for nm, ms in med.items():
+                rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": nm, "ms_median": ms,
+                             "tflops": tflops(m, n, k, ms), "samples": len(samples[nm]),
+                             "check": verdict[nm], "overlap": ovl.get(nm), "flush": fname})
+            print(f"{m}x{n}x{k} {label}" + (f" ({fname} flush)" if len(flushers) > 1 else "") + ": "
+                  + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items())
+                  + "  | " + " ".join(f"{nm}:{c}" for nm, c in verdict.items() if c != "ok"), flush=True)
         del a, b, ref, mag, out
         cp.get_default_memory_pool().free_all_blocks()
 
-path = save(args.out, "overlap-probe", {"reps": args.reps, "rounds": args.rounds, "variants": names, "repeat": args.repeat},
+path = save(args.out, "overlap-probe", {"reps": args.reps, "rounds": args.rounds, "variants": names, "repeat": args.repeat,
+                                      "flushes": list(flushers)},
             checks=checks, rows=rows)
 failed = [c for c in checks if not c["passed"]] + [r for r in rows if r["check"] not in ("ok",)]
 print(f"wrote {path}; {len(checks)} odd-shape checks, {len(failed)} failures or unavailable", flush=True)

@@ -476,6 +476,8 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(AUTO=0, SWAP_AB=1)
     with pytest.raises(ValueError, match="L2_PROMO 0"):
         V5.variant(L2_PROMO=32)
+    with pytest.raises(ValueError, match="L2_HINT -1"):
+        V5.variant(L2_HINT=3)
 
 
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
@@ -554,6 +556,25 @@ def test_l2_promotion_is_128_only_for_mid_sector_rows_on_l2_sized_grids(shape, p
     assert v5.l2_promotion(*shape, {**V5.defines, "L2_PROMO": 64}, DEV) == 64
 
 
+@pytest.mark.parametrize("shape, hint", [((16, 14336, 4096), 1), ((128, 14336, 4096), 1), ((1, 4096, 4096), 1),
+                                         ((16, 4096, 14336), 1), ((64, 4096, 4096), 1), ((1, 7, 13), 1),
+                                         ((14336, 16, 4096), 2), ((129, 14336, 4096), 0), ((1000, 1000, 1000), 0),
+                                         ((4096, 4096, 4096), 0), ((4095, 4097, 4104), 0)])
+def test_l2_hint_marks_the_operand_read_by_one_row_of_tiles(shape, hint):
+    """The weight read by a single row of tiles (M up to the tile's rows) is evicted first and the
+    activations last (1); the mirror case, A read by one column of tiles, the other way (2); no
+    hint where both are reread; L2_HINT 0-2 overrides."""
+    assert v5.l2_hint(*shape, V5.defines, DEV) == hint
+    assert v5.l2_hint(*shape, {**V5.defines, "L2_HINT": 0}, DEV) == 0
+
+
+def test_l2_hint_follows_the_swapped_tile():
+    """With an activation at M <= 32 the rule swaps the operands (A is then the weight): hint 2."""
+    c = {**V5.defines, "SWAP_AB": 1}
+    assert v5.swapped(16, 14336, 4096, c, DEV)
+    assert v5.l2_hint(16, 14336, 4096, c, DEV) == 2
+
+
 MAIN, REDUCE = "gemm_v5_fused_epilogue", "gemm_v5_fused_epilogue_reduce"
 
 
@@ -601,6 +622,19 @@ def test_the_plan_encodes_a_and_b_with_the_rules_l2_promotion(runnable, monkeypa
         bad = verify.failures(verify.sweep(st.variant(L2_PROMO=p), [(999, 1001, 1000), (1000, 1000, 1000), (1300, 7, 4104)],
                                            **verify.EPILOGUE_CASES["alpha+bias32+gelu_tanh"]))
         assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
+def test_every_l2_hint_is_right(runnable):
+    """Each L2_HINT (a priority for the L2, not a change of what is read) gives the right C: plain
+    and swapped decode tiles, a split in a cluster, multicast pairs and 2 x 2 clusters, odd shapes."""
+    st = runnable("v5_fused_epilogue")
+    shapes = [(16, 14336, 4096), (1, 4096, 4096), (3, 4097, 200), (999, 1001, 1000), (1000, 1000, 4104), (7, 1000, 13)]
+    assert {v5.l2_hint(*s, st.defines, DEV) for s in shapes} == {0, 1}
+    for hint in (0, 1, 2):
+        for case in ("plain", "alpha+bias32+gelu_tanh"):
+            bad = verify.failures(verify.sweep(st.variant(L2_HINT=hint), shapes, **verify.EPILOGUE_CASES[case]))
+            assert not bad, "\n".join(bad)
 
 
 # SWAP_AB (a knob): the shapes where the rule swaps (M <= 64, 66 to 132 tiles of 128 rows of the

@@ -19,7 +19,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": 0}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -177,6 +177,26 @@ def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
         return c["L2_PROMO"]
     fits = (m + n) * k * 2 <= 2 * dev.l2_bytes
     return 128 if sector_misaligned(k) and m > 128 and fits else 256
+
+
+# L2_HINT (kernel.cu): where one operand is read by a single row (or column) of tiles, as a Linear
+# layer's weight is at decode and prefill, its loads ask the L2 to evict them first and the other
+# operand's (the activations every block rereads) last. With the bench's flush (a fill that leaves
+# the L2 dirty) and 6 interleaved rounds (scripts/overlap_probe.py, results/probes/20261201T172007,
+# us, none -> hint; cuBLAS): 16 x 14336 x 4096 39.7 -> 36.8 (41.2), with bias+gelu_tanh (the
+# swapped tile: A is the weight, hint 2) 40.1 -> 37.1; 128 x 14336 x 4096 41.4 -> 38.9 (41.5);
+# 16 x 4096 x 14336 41.3 -> 38.3 (40.5); 1 x 8192 x 8192 45.4 -> 42.3 (44.7); 1 x 4096 x 4096
+# 16.9 -> 16.5 (16.0). Where every operand is reread (1000^3, 4096^3) no hint: level, and the
+# opposite hint was slower everywhere. README "L2 eviction hints".
+def l2_hint(m: int, n: int, k: int, c: dict, dev) -> int:
+    """kernel.cu's L2_HINT for a call: L2_HINT as given where it is 0, 1 or 2; by shape (-1): 1
+    where the kernel's M fits one row of tiles (its B streamed once), 2 where its N fits one
+    column (its A streamed once: the swapped decode tile's weight), else 0."""
+    if c["L2_HINT"] >= 0:
+        return c["L2_HINT"]
+    km, kn = kernel_mn(m, n, k, c, dev)
+    bm, bn, _, _ = shape_config(m, n, k, c, dev)
+    return 1 if km <= bm else 2 if kn <= bn else 0
 
 
 # The padded copy (plan, kernel.cu gemm_v5_fused_epilogue_pad): where TMA cannot read A and B as
@@ -421,7 +441,7 @@ def check_config(c: dict) -> None:
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
         (c["TMAP_PREFETCH"] in (0, 1), "TMAP_PREFETCH 0 or 1 (1: prefetch.tensormap of the maps before the barriers are set up)"),
-        (c["L2_HINT"] in (0, 1, 2), "L2_HINT 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
+        (c["L2_HINT"] in (-1, 0, 1, 2), "L2_HINT -1 (by shape: l2_hint), 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
         (c["SPLIT_CLUSTER"] in (0, 1, 2, 4, 8), "SPLIT_CLUSTER 0 (the rule's), 1 (none), 2, 4 or 8 (the CTAs of a cluster that split one tile's K, AUTO=0)"),
@@ -465,6 +485,7 @@ def defines_for(call: Call) -> dict:
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
+            "L2_HINT": l2_hint(m, n, k, c, dev),
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(m, n, k, c, dev)))}
 
 

@@ -186,10 +186,12 @@
 #ifndef TMAP_PREFETCH
 #define TMAP_PREFETCH 0
 #endif
-// L2_HINT (a knob): an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made
-// by createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (the tensor map's
-// own), 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A
-// that every block rereads), 2 the other way round (the swapped decode tile: A is the weight).
+// L2_HINT: an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made by
+// createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (evict_normal),
+// 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A that
+// every block rereads), 2 the other way round (the swapped decode tile: A is the weight). The host
+// chooses it per call (l2_hint: where one operand is read by a single row or column of tiles);
+// a negative value (the host's "by shape") builds none.
 #ifndef L2_HINT
 #define L2_HINT 0
 #endif
@@ -296,7 +298,7 @@ __device__ __forceinline__ unsigned cluster_rank() {
 // With L2_HINT the copy carries an L2 eviction policy (`policy`, from l2_policy); else it is unused.
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, int x, int y, unsigned bar,
                                             [[maybe_unused]] unsigned long long policy) {
-#if L2_HINT
+#if L2_HINT > 0
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n"
       ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "l"(policy) : "memory");
@@ -311,7 +313,7 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, in
 __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaDesc* map, int x, int y,
                                                       unsigned bar, unsigned short mask,
                                                       [[maybe_unused]] unsigned long long policy) {
-#if L2_HINT
+#if L2_HINT > 0
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
       " [%0], [%1, {%2, %3}], [%4], %5, %6;\n"
@@ -1027,7 +1029,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
-      const unsigned long long pol_a = L2_HINT ? l2_policy(L2_HINT == 2) : 0, pol_b = L2_HINT ? l2_policy(L2_HINT == 1) : 0;
+      const unsigned long long pol_a = L2_HINT > 0 ? l2_policy(L2_HINT == 2) : 0, pol_b = L2_HINT > 0 ? l2_policy(L2_HINT == 1) : 0;
       Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
       for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
