@@ -465,7 +465,15 @@ case ${1:-} in
     COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
     run bench-v5-shapes 230 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish
     run l2rule-verify 120 python3 -m stages verify v5_fused_epilogue --shape 16x14336x4096 --shape 1x4096x4096 --shape 128x14336x4096 --shape 14336x16x4096 --shape 3x4097x200 --shape 7x1000x13 --epilogue all --repeat 5 ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule"; exit 2 ;;
+  l2few)       # (issue 13) L2_HINT where the weight is read by a few rows of tiles in one wave (l2_hint's second
+               # branch) and near its edges (a ratio of 8, several waves) against none and hint 1; then v5's
+               # table published again (plain, beside v4 and cuBLAS)
+    mkdir -p "$LOGS/l2few"
+    run l2few-probe 150 python3 scripts/overlap_probe.py --variants v5,L2_HINT=0,L2_HINT=1 --shapes 128x4096x4096,256x4096x4096,130x5000x5000,129x14336x4096,512x8192x4096,4096x256x4096,256x2048x8192,1024x14336x4096,48x4096x14336 --epilogues plain,bias+gelu_tanh --flushes fill,clean --rounds 5 --verify-shapes 257x4097x1000,4097x255x1000 --repeat 1 --out "$LOGS/l2few"
+    ALL="$TABLE $N144"
+    COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
+    run bench-v5-shapes 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

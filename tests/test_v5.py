@@ -558,12 +558,15 @@ def test_l2_promotion_is_128_only_for_mid_sector_rows_on_l2_sized_grids(shape, p
 
 @pytest.mark.parametrize("shape, hint", [((16, 14336, 4096), 1), ((128, 14336, 4096), 1), ((1, 4096, 4096), 1),
                                          ((16, 4096, 14336), 1), ((64, 4096, 4096), 1), ((1, 7, 13), 1),
-                                         ((14336, 16, 4096), 2), ((129, 14336, 4096), 0), ((1000, 1000, 1000), 0),
+                                         ((128, 4096, 4096), 1), ((256, 4096, 4096), 1), ((130, 5000, 5000), 1),
+                                         ((129, 14336, 4096), 1), ((14336, 16, 4096), 2), ((4096, 256, 4096), 2),
+                                         ((256, 2048, 8192), 0), ((1024, 14336, 4096), 0), ((1000, 1000, 1000), 0),
                                          ((4096, 4096, 4096), 0), ((4095, 4097, 4104), 0)])
-def test_l2_hint_marks_the_operand_read_by_one_row_of_tiles(shape, hint):
-    """The weight read by a single row of tiles (M up to the tile's rows) is evicted first and the
-    activations last (1); the mirror case, A read by one column of tiles, the other way (2); no
-    hint where both are reread; L2_HINT 0-2 overrides."""
+def test_l2_hint_marks_the_operand_streamed_once(shape, hint):
+    """The weight streamed once (read by a single row of tiles, or by rows that run in one wave and
+    at least HINT_RATIO times the activations) is evicted first and the activations last (1); the
+    mirror case the other way (2); no hint where both are reread (several waves, or a ratio under
+    HINT_RATIO: 256 x 2048 is 8); L2_HINT 0-2 overrides."""
     assert v5.l2_hint(*shape, V5.defines, DEV) == hint
     assert v5.l2_hint(*shape, {**V5.defines, "L2_HINT": 0}, DEV) == 0
 

@@ -179,24 +179,37 @@ def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
     return 128 if sector_misaligned(k) and m > 128 and fits else 256
 
 
-# L2_HINT (kernel.cu): where one operand is read by a single row (or column) of tiles, as a Linear
-# layer's weight is at decode and prefill, its loads ask the L2 to evict them first and the other
-# operand's (the activations every block rereads) last. With the bench's flush (a fill that leaves
-# the L2 dirty) and 6 interleaved rounds (scripts/overlap_probe.py, results/probes/20261201T172007,
-# us, none -> hint; cuBLAS): 16 x 14336 x 4096 39.7 -> 36.8 (41.2), with bias+gelu_tanh (the
-# swapped tile: A is the weight, hint 2) 40.1 -> 37.1; 128 x 14336 x 4096 41.4 -> 38.9 (41.5);
-# 16 x 4096 x 14336 41.3 -> 38.3 (40.5); 1 x 8192 x 8192 45.4 -> 42.3 (44.7); 1 x 4096 x 4096
-# 16.9 -> 16.5 (16.0). Where every operand is reread (1000^3, 4096^3) no hint: level, and the
-# opposite hint was slower everywhere. README "L2 eviction hints".
+# L2_HINT (kernel.cu): where one operand is streamed through the L2 once, as a Linear layer's
+# weight is at decode and prefill, its loads ask the L2 to evict them first and the other operand's
+# (the activations every block rereads) last. Streamed once: read by a single row (or column) of
+# tiles, or by a few rows that all run in one wave, the weight at least 16 times the activations.
+# With the bench's flush (a fill that leaves the L2 holding dirty lines), 5-6 interleaved rounds
+# (scripts/overlap_probe.py, results/probes/20261201T172007 and T172906, us, none -> hint; cuBLAS):
+# 16 x 14336 x 4096 40.9 -> 37.2 (40.6), with bias+gelu_tanh (the swapped tile: A is the weight,
+# hint 2) 40.1 -> 36.9; 128 x 14336 x 4096 42.3 -> 39.3 (41.9); 16 x 4096 x 14336 41.7 -> 38.5
+# (42.2); 1 x 8192 x 8192 45.8 -> 42.6 (48.6); 1 x 4096 x 4096 18.3 -> 16.9 (18.3); a few rows in
+# one wave: 128 x 4096 x 4096 17.8 -> 16.6, 256 x 4096 x 4096 21.6 -> 19.1, 130 x 5000 x 5000
+# 38.1 -> 35.0. After a flush that leaves the L2 clean, no difference at any of them (16 x 14336 x
+# 4096: 34.0 and 34.0): what the hint saves is writing back the dirty lines the weight stream would
+# evict. Where both operands are reread (1000^3, 4096^3) no hint: level. README "L2 eviction hints".
+HINT_RATIO = 16
+
+
 def l2_hint(m: int, n: int, k: int, c: dict, dev) -> int:
     """kernel.cu's L2_HINT for a call: L2_HINT as given where it is 0, 1 or 2; by shape (-1): 1
-    where the kernel's M fits one row of tiles (its B streamed once), 2 where its N fits one
-    column (its A streamed once: the swapped decode tile's weight), else 0."""
+    where the kernel's B is streamed once (its M fits one row of tiles, or all its tiles one wave
+    and N >= HINT_RATIO x M), 2 where its A is (the mirror), else 0."""
     if c["L2_HINT"] >= 0:
         return c["L2_HINT"]
     km, kn = kernel_mn(m, n, k, c, dev)
     bm, bn, _, _ = shape_config(m, n, k, c, dev)
-    return 1 if km <= bm else 2 if kn <= bn else 0
+    units, workers = _workers(m, n, k, c, dev)
+    one_wave = units <= workers
+    if km <= bm or (one_wave and kn >= HINT_RATIO * km):
+        return 1
+    if kn <= bn or (one_wave and km >= HINT_RATIO * kn):
+        return 2
+    return 0
 
 
 # The padded copy (plan, kernel.cu gemm_v5_fused_epilogue_pad): where TMA cannot read A and B as
