@@ -473,7 +473,15 @@ case ${1:-} in
     ALL="$TABLE $N144"
     COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
     run bench-v5-shapes 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few"; exit 2 ;;
+  l2final)     # (issue 13, the closing check of L2_HINT) v5's table published with the rule as shipped (HINT_RATIO 8),
+               # then both suite orders at once
+    ALL="$TABLE $N144"
+    COPY="--shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101"
+    run bench-v5-shapes 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $ALL $COPY --publish
+    run suite-file 545 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 545 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -182,17 +182,20 @@ def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
 # L2_HINT (kernel.cu): where one operand is streamed through the L2 once, as a Linear layer's
 # weight is at decode and prefill, its loads ask the L2 to evict them first and the other operand's
 # (the activations every block rereads) last. Streamed once: read by a single row (or column) of
-# tiles, or by a few rows that all run in one wave, the weight at least 16 times the activations.
+# tiles, or by a few rows that all run in one wave, the weight at least 8 times the activations.
 # With the bench's flush (a fill that leaves the L2 holding dirty lines), 5-6 interleaved rounds
-# (scripts/overlap_probe.py, results/probes/20261201T172007 and T172906, us, none -> hint; cuBLAS):
-# 16 x 14336 x 4096 40.9 -> 37.2 (40.6), with bias+gelu_tanh (the swapped tile: A is the weight,
-# hint 2) 40.1 -> 36.9; 128 x 14336 x 4096 42.3 -> 39.3 (41.9); 16 x 4096 x 14336 41.7 -> 38.5
-# (42.2); 1 x 8192 x 8192 45.8 -> 42.6 (48.6); 1 x 4096 x 4096 18.3 -> 16.9 (18.3); a few rows in
-# one wave: 128 x 4096 x 4096 17.8 -> 16.6, 256 x 4096 x 4096 21.6 -> 19.1, 130 x 5000 x 5000
-# 38.1 -> 35.0. After a flush that leaves the L2 clean, no difference at any of them (16 x 14336 x
-# 4096: 34.0 and 34.0): what the hint saves is writing back the dirty lines the weight stream would
-# evict. Where both operands are reread (1000^3, 4096^3) no hint: level. README "L2 eviction hints".
-HINT_RATIO = 16
+# (scripts/overlap_probe.py, results/probes/20261201T172007, T172906 and T173124, us, none ->
+# hint; cuBLAS): 16 x 14336 x 4096 40.9 -> 37.2 (40.6), with bias+gelu_tanh (the swapped tile: A
+# is the weight, hint 2) 40.1 -> 36.9; 128 x 14336 x 4096 42.3 -> 39.3 (41.9); 16 x 4096 x 14336
+# 41.7 -> 38.5 (42.2); 1 x 8192 x 8192 45.8 -> 42.6 (48.6); 1 x 4096 x 4096 18.3 -> 16.9 (18.3);
+# a few rows in one wave: 128 x 4096 x 4096 18.2 -> 16.4, 256 x 4096 x 4096 22.0 -> 18.9, 130 x
+# 5000 x 5000 38.4 -> 35.7, 256 x 2048 x 8192 (8 times) 27.3 -> 24.3, 4096 x 256 x 4096 (the
+# mirror, hint 2) 23.5 -> 21.7; level at 512 x 8192 x 4096. After a flush that leaves the L2 clean,
+# no difference at any of them (16 x 14336 x 4096: 34.0 and 34.0): what the hint saves is writing
+# back the dirty lines the weight stream would evict. Where both operands are reread, no hint:
+# level at 1000^3 and 4096^3, and 1024 x 14336 x 4096 (3.4 waves) lost (168.0 -> 173.5).
+# README "L2 eviction hints".
+HINT_RATIO = 8
 
 
 def l2_hint(m: int, n: int, k: int, c: dict, dev) -> int:
