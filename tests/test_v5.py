@@ -113,6 +113,9 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
         compiled = V5.compile("sm_90a", {"BM": 128, "BN": bn, "STAGES": depth, "A_ROWS": 128, "TMA_STORE": 0,
                                          "BIAS": 2, "STREAMK": 0, "SWAP_AB": 1})
         assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, bn
+    for (bm, bn), depth in v5.NARROW_RING.items():  # a small N (NARROW_N=1): stored directly
+        compiled = V5.compile("sm_90a", {"BM": bm, "BN": bn, "STAGES": depth, "TMA_STORE": 0, "BIAS": 2})
+        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn)
     for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # (the larger staging of the two C paths)
         for tma_store in (0, 1):
             compiled = V5.compile("sm_90a", {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": tma_store,
@@ -478,6 +481,8 @@ def test_v5_refuses_the_switches_it_does_not_combine():
         V5.variant(L2_PROMO=32)
     with pytest.raises(ValueError, match="L2_HINT -1"):
         V5.variant(L2_HINT=3)
+    with pytest.raises(ValueError, match="NARROW_N 0 or 1"):
+        V5.variant(NARROW_N=2)
 
 
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
@@ -696,6 +701,41 @@ def test_swapped_decode_is_right_as_a_knob(runnable):
         for case, kw in verify.EPILOGUE_CASES.items():
             bad = verify.failures(verify.sweep(st, SWAP_SHAPES, **kw))
             assert not bad, "\n".join(bad)
+
+
+# NARROW_N=1 (a knob): a small N, tiles of 16 or 32 columns; odd K and M among them, one shape
+# whose 128 x 16 tiles fill half a wave with a long K (where stream-K would otherwise fill it)
+NARROW_SHAPES = [(14336, 16, 4096), (4097, 17, 1000), (1000, 7, 13), (8448, 16, 8192), (129, 1, 4104),
+                 (65, 32, 200), (9000, 3, 72), (12000, 25, 1000)]
+
+
+@pytest.mark.parametrize("m, n, k, tile", [(14336, 16, 4096, (128, 16)), (14336, 1, 4096, (128, 16)),
+                                           (14336, 32, 4096, (128, 32)), (4096, 16, 4096, (64, 16)),
+                                           (4097, 17, 1000, (64, 32)), (8448, 16, 8192, (128, 16)),
+                                           (20000, 16, 4096, (128, 256)), (1000, 33, 1000, (128, 128)),
+                                           (16, 16, 16, (64, 128))])
+def test_narrow_n_takes_16_or_32_columns_in_one_wave(m, n, k, tile):
+    """With NARROW_N=1, N <= 32 and M > 64: 16 or 32 columns, 128 rows where those tiles fill half
+    a wave, else 64, from NARROW_RING; unsplit, no stream-K; past one wave (20000 rows of 128) the
+    rule as before, and M <= 64 is decode's. Off (shipped): no tile under 64 columns unswapped."""
+    cfg = {**V5.defines, "NARROW_N": 1}
+    bm, bn, stages_, splits = v5.shape_config(m, n, k, cfg, DEV)
+    assert (bm, bn) == tile
+    if bn < 64:
+        assert stages_ == v5.NARROW_RING[(bm, bn)] and splits == 1
+        assert not v5.streamk_pays(m, n, k, cfg, DEV) and v5.cluster_for(m, n, k, cfg, DEV) == (1, 1)
+    assert v5.shape_config(m, n, k, V5.defines, DEV)[1] >= 64
+
+
+@pytest.mark.hopper
+def test_the_narrow_n_tiles_are_right_as_a_knob(runnable):
+    """NARROW_N=1 (a knob, measured faster where N <= 32, not yet shipped): every epilogue case on
+    shapes it gives 16- and 32-column tiles of 64 and 128 rows, odd K among them."""
+    st = runnable("v5_fused_epilogue").variant(NARROW_N=1)
+    assert {v5.shape_config(*s, st.defines, DEV)[:2] for s in NARROW_SHAPES} == set(v5.NARROW_RING)
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, NARROW_SHAPES, **kw))
+        assert not bad, "\n".join(bad)
 
 
 @pytest.mark.hopper

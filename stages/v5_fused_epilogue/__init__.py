@@ -19,7 +19,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -265,6 +265,17 @@ def _rule_k(m: int, n: int, k: int, c: dict) -> int:
 # The ring depth per BN (128 x 64 of W plus BN x 64 of x per buffer, next to the direct store's
 # staging and a fp32 bias: tests/test_v5.py reads it back).
 SWAP_RING = {16: 11, 32: 10, 64: 8}
+# NARROW_N=1 (a knob, not yet shipped: its GPU checks are owed): a small N, the mirror of decode
+# (M > 64, N <= 32: the call's B is the few rows, A the large operand streamed once), takes tiles
+# of 16 or 32 columns, stored directly: BM 128 where those tiles fill at least half a wave, else 64,
+# and only where they fit one wave (and no stream-K fill: `_workers` keeps it to tiles of 64
+# columns or more, which every other tile the rule picks is). Measured (results/probes/20261201T174418, 4 interleaved rounds,
+# AUTO=0 builds of these tiles, us; the rule's 128 x 256 tiles; cuBLAS): 14336 x 16 x 4096 128 x
+# 16 37.8 (78.1; 40.0), 14336 x 1 x 4096 40.3 (80.7; 40.5), 14336 x 32 x 4096 128 x 32 38.3 (83.9;
+# 40.2), 4096 x 16 x 4096 64 x 16 16.0 (19.5; 18.6; 128 x 16: 23.0), 4096 x 16 x 14336 64 x 16 37.7
+# (72.7; 41.6). The ring depths: the swapped decode tile's for 128 rows (the same bytes per buffer),
+# TILES's (64, 32) for 64 (tests/test_v5.py compiles them and reads gemm_smem_bytes back).
+NARROW_RING = {(128, 16): 11, (128, 32): 10, (64, 16): 16, (64, 32): 16}
 
 
 def _swap_bn(m: int) -> int:
@@ -277,7 +288,7 @@ SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (6
 
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
-          cluster_split: bool = True, swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
+          cluster_split: bool = True, swap: bool = False, narrow_n: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
     (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
@@ -295,6 +306,11 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
             splits = max(1, min(max_splits, nkt // MIN_K_TILES_PER_SPLIT, cdiv(2 * sms, tiles)))
             splits = cdiv(nkt, cdiv(nkt, splits))  # no empty split
         return 64, 128, DECODE_RING.get(_decode_rows(m), TILES[(64, 128)]), splits, 1, 1, 1, False
+    if narrow_n and n <= 32:  # a small N (NARROW_N=1, above): 16 or 32 columns, one wave, unsplit
+        bn = 16 if n <= 16 else 32
+        bm = 128 if 2 * cdiv(m, 128) >= sms else 64
+        if cdiv(m, bm) <= sms:
+            return bm, bn, NARROW_RING[(bm, bn)], 1, 1, 1, 1, False
 
     # Where 128 x 128 tiles would need a second wave and K is whole k-blocks (rows a multiple of
     # 128 bytes): 128 x 144 where its tiles fit one wave (a smaller tile per SM than 128 x 192's,
@@ -354,7 +370,8 @@ class Rule(NamedTuple):
 def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     """_auto's answer for a call under the configuration c (AUTO=1)."""
     swap = c["SWAP_AB"] == 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
-    return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap))
+    return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
+                       bool(c["NARROW_N"]) and c["CLUSTER_M"] * c["CLUSTER_N"] == 1))
 
 
 def swap_wanted(call: Call) -> int:
@@ -386,7 +403,7 @@ def shape_config(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int, int, i
         if r.swap:
             return bm, bn, stages, splits
         if a_rows_for(m, bm, c) == bm:  # whole A tiles in the ring (CLUSTER_N > 1): not the decode ring
-            stages = min(stages, TILES[(bm, bn)])
+            stages = min(stages, TILES.get((bm, bn), stages))
         return bm, bn, stages, splits
     nkt = cdiv(k, 64)
     splits = cdiv(nkt, cdiv(nkt, min(c["SPLIT_K"], nkt)))  # no empty split
@@ -456,6 +473,7 @@ def check_config(c: dict) -> None:
         (c["SWAP_AB"] != 1 or c["AUTO"], "SWAP_AB=1 with AUTO=1 (the rule decides where to swap)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
+        (c["NARROW_N"] in (0, 1), "NARROW_N 0 or 1 (1: tiles of 16 or 32 columns where N <= 32 and M > 64, AUTO=1)"),
         (c["TMAP_PREFETCH"] in (0, 1), "TMAP_PREFETCH 0 or 1 (1: prefetch.tensormap of the maps before the barriers are set up)"),
         (c["L2_HINT"] in (-1, 0, 1, 2), "L2_HINT -1 (by shape: l2_hint), 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
@@ -552,7 +570,7 @@ def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
         return units, units
     s = split_cluster(m, n, k, c, dev)
     slots = dev.clusters(cm * cn * s)
-    fill = s == 1 and not swapped(m, n, k, c, dev) and sk_fills(units, cdiv(k, 64), bm, splits, c, slots)
+    fill = s == 1 and not swapped(m, n, k, c, dev) and bn >= 64 and sk_fills(units, cdiv(k, 64), bm, splits, c, slots)
     return units, (slots if fill else min(units, slots))
 
 

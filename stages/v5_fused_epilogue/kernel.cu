@@ -195,6 +195,8 @@
 #ifndef L2_HINT
 #define L2_HINT 0
 #endif
+// NARROW_N (host only, a knob): the shape rule's tiles of 16 or 32 columns for a small N (the
+// mirror of decode); the kernel builds them as any BN it wraps, stored directly.
 // EPI_OVERLAP=d > 0 (128 x 256 tiles, TMA store, no split of K, no stream-K; the host's
 // epi_overlap): the epilogue's math runs while the tensor cores work. A tile's accumulators are
 // two halves of 128 columns (acc[0..63], acc[64..127]; wgmma m64n128k16 on each, B's rows 0-127
