@@ -194,7 +194,7 @@ def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
 # no difference at any of them (16 x 14336 x 4096: 34.0 and 34.0): what the hint saves is writing
 # back the dirty lines the weight stream would evict. Where both operands are reread, no hint:
 # level at 1000^3 and 4096^3, and 1024 x 14336 x 4096 (3.4 waves) lost (168.0 -> 173.5).
-# README "L2 eviction hints".
+# README "The weight evicted first".
 HINT_RATIO = 8
 
 
@@ -268,13 +268,14 @@ SWAP_RING = {16: 11, 32: 10, 64: 8}
 # NARROW_N=1 (a knob, not yet shipped: its GPU checks are owed): a small N, the mirror of decode
 # (M > 64, N <= 32: the call's B is the few rows, A the large operand streamed once), takes tiles
 # of 16 or 32 columns, stored directly: BM 128 where those tiles fill at least half a wave, else 64,
-# and only where they fit one wave (and no stream-K fill: `_workers` keeps it to tiles of 64
-# columns or more, which every other tile the rule picks is). Measured (results/probes/20261201T174418, 4 interleaved rounds,
-# AUTO=0 builds of these tiles, us; the rule's 128 x 256 tiles; cuBLAS): 14336 x 16 x 4096 128 x
-# 16 37.8 (78.1; 40.0), 14336 x 1 x 4096 40.3 (80.7; 40.5), 14336 x 32 x 4096 128 x 32 38.3 (83.9;
-# 40.2), 4096 x 16 x 4096 64 x 16 16.0 (19.5; 18.6; 128 x 16: 23.0), 4096 x 16 x 14336 64 x 16 37.7
-# (72.7; 41.6). The ring depths: the swapped decode tile's for 128 rows (the same bytes per buffer),
-# TILES's (64, 32) for 64 (tests/test_v5.py compiles them and reads gemm_smem_bytes back).
+# and only where they fit one wave (and no stream-K fill: `_workers` keeps that to tiles of 64
+# columns or more, as every other tile the rule picks is). Measured (results/probes/
+# 20261201T174418, 4 interleaved rounds, AUTO=0 builds of these tiles, us; the rule's 128 x 256
+# tiles; cuBLAS): 14336 x 16 x 4096 128 x 16 37.8 (78.1; 40.0), 14336 x 1 x 4096 40.3 (80.7;
+# 40.5), 14336 x 32 x 4096 128 x 32 38.3 (83.9; 40.2), 4096 x 16 x 4096 64 x 16 16.0 (19.5; 18.6;
+# 128 x 16: 23.0), 4096 x 16 x 14336 64 x 16 37.7 (72.7; 41.6). The ring depths: the swapped
+# decode tile's for 128 rows (the same bytes per buffer), TILES's (64, 32) for 64 (tests/test_v5.py
+# compiles them and reads gemm_smem_bytes back). README "Open questions", a small N.
 NARROW_RING = {(128, 16): 11, (128, 32): 10, (64, 16): 16, (64, 32): 16}
 
 

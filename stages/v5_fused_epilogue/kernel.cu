@@ -190,8 +190,9 @@
 // createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (evict_normal),
 // 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A that
 // every block rereads), 2 the other way round (the swapped decode tile: A is the weight). The host
-// chooses it per call (l2_hint: where one operand is read by a single row or column of tiles);
-// a negative value (the host's "by shape") builds none.
+// chooses it per call (l2_hint: where one operand is streamed once, read by a single row or column
+// of tiles or by rows that run in one wave; README "The weight evicted first"); a negative value
+// (the host's "by shape") builds none.
 #ifndef L2_HINT
 #define L2_HINT 0
 #endif
@@ -1031,7 +1032,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
-      const unsigned long long pol_a = L2_HINT > 0 ? l2_policy(L2_HINT == 2) : 0, pol_b = L2_HINT > 0 ? l2_policy(L2_HINT == 1) : 0;
+      // L2_HINT: the eviction priorities of A's and B's loads (unused without it)
+      const unsigned long long pol_a = L2_HINT > 0 ? l2_policy(L2_HINT == 2) : 0;
+      const unsigned long long pol_b = L2_HINT > 0 ? l2_policy(L2_HINT == 1) : 0;
       Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
       for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
