@@ -124,8 +124,9 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
 
 
 def _every_build():
-    """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all) and the
-    decode tile with 16 and 32 rows of A per buffer (DECODE_RING), each
+    """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), the
+    decode tile with 16 and 32 rows of A per buffer (DECODE_RING) and the decode tiles split in
+    clusters with the weight's L2 hint, the swapped decode tiles and a small N's (NARROW_RING), each
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
     partials, which store directly); per call (defines_for) with and without the stream-K fixup
     (not with split K) and, on the TMA path of 128 x 256 tiles, with and without EPI_DEFER."""
@@ -133,7 +134,12 @@ def _every_build():
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
                 yield {"BM": 128, "BN": bn, "STAGES": depth, "A_ROWS": 128, "ACT": act, "BIAS": bias, "TMA_STORE": 0,
-                       "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1}
+                       "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1, "L2_HINT": 2}
+    for (bm, bn), depth in v5.NARROW_RING.items():  # a small N (NARROW_N=1): direct store, unsplit
+        for act in v5.ACT_CODE.values():
+            for bias in (0, 2):
+                yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": bm, "ACT": act, "BIAS": bias, "TMA_STORE": 0,
+                       "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "L2_HINT": 2}
     tiles = [(bm, bn, depth, bm) for (bm, bn), depth in v5.TILES.items()]
     tiles += [(64, 128, depth, a_rows) for a_rows, depth in v5.DECODE_RING.items()]
     for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # K split in 2-CTA clusters (no stream-K)
@@ -141,7 +147,8 @@ def _every_build():
             for bias in (0, 2):
                 for tma_store in (0, 1):
                     yield {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "ACT": act, "BIAS": bias,
-                           "TMA_STORE": tma_store, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SPLIT_CLUSTER": 2}
+                           "TMA_STORE": tma_store, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SPLIT_CLUSTER": 2,
+                           "L2_HINT": 1}
     for bm, bn, depth, a_rows in tiles:
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
@@ -150,7 +157,7 @@ def _every_build():
                         for defer in ((0, 1) if tma_store and (bm, bn) == (128, 256) else (0,)):
                             yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "ACT": act, "BIAS": bias,
                                    "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": streamk,
-                                   "EPI_DEFER": defer}
+                                   "EPI_DEFER": defer, "L2_HINT": int(a_rows < bm)}  # (decode: the weight's hint)
 
 
 def _local_arrays(extra: dict) -> int:
@@ -161,7 +168,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (460 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (780 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 
