@@ -485,7 +485,7 @@ case ${1:-} in
                # tiles of 16 or 32 columns (the swapped decode tile's geometry, stored directly) against the rule
     mkdir -p "$LOGS/mirror"
     run mirror-probe 200 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=128:BN=16:STAGES=11,AUTO=0:BM=128:BN=32:STAGES=10,AUTO=0:BM=64:BN=16:STAGES=16" --shapes 14336x16x4096,14336x1x4096,4096x16x4096,14336x32x4096,4096x16x14336 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 4097x17x1000,1000x7x13,14336x16x4096 --repeat 1 --out "$LOGS/mirror" ;;
-  *) echo "usage: final_device.sh correctness|perf|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror"; exit 2 ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
