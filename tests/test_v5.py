@@ -461,35 +461,24 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     assert launch.cluster == (4, 1, 1) and launch.grid[0] % 4 == 0 and launch.grid[0] <= SMS
 
 
-def test_v5_refuses_the_switches_it_does_not_combine():
-    with pytest.raises(ValueError, match="CLUSTER_M 1, 2 or 4"):
-        V5.variant(CLUSTER_M=3)
-    with pytest.raises(ValueError, match="multiple of 8 x CLUSTER_M"):
-        V5.variant(AUTO=0, BN=112, STAGES=6, CLUSTER_M=4)
-    with pytest.raises(ValueError, match="CLUSTER_N = 1 with SPLIT_FIXUP=1"):
-        V5.variant(CLUSTER_M=2, SPLIT_FIXUP=1)
-    with pytest.raises(ValueError, match="CLUSTER_N = 1 with SPLIT_FIXUP=1"):
-        V5.variant(CLUSTER_N=2, SPLIT_FIXUP=1)
-    with pytest.raises(ValueError, match="CLUSTER_N 1, 2 or 4"):
-        V5.variant(CLUSTER_N=3)
-    with pytest.raises(ValueError, match="portable cluster size"):
-        V5.variant(CLUSTER_M=4, CLUSTER_N=4)
-    with pytest.raises(ValueError, match="BM 64 or 128"):
-        V5.variant(BM=256)
-    with pytest.raises(ValueError, match="STREAMK 0 or 1"):
-        V5.variant(STREAMK=2)
-    with pytest.raises(ValueError, match="EPI_DEFER"):
-        V5.variant(EPI_DEFER=3)
-    with pytest.raises(ValueError, match="EPI_OVERLAP 0, 1, 2 or 3"):
-        V5.variant(EPI_OVERLAP=4)
-    with pytest.raises(ValueError, match="SWAP_AB=1 with AUTO=1"):
-        V5.variant(AUTO=0, SWAP_AB=1)
-    with pytest.raises(ValueError, match="L2_PROMO 0"):
-        V5.variant(L2_PROMO=32)
-    with pytest.raises(ValueError, match="L2_HINT -1"):
-        V5.variant(L2_HINT=3)
-    with pytest.raises(ValueError, match="NARROW_N 0 or 1"):
-        V5.variant(NARROW_N=2)
+@pytest.mark.parametrize("knobs, refusal", [
+    ({"CLUSTER_M": 3}, "CLUSTER_M 1, 2 or 4"),
+    ({"AUTO": 0, "BN": 112, "STAGES": 6, "CLUSTER_M": 4}, "multiple of 8 x CLUSTER_M"),
+    ({"CLUSTER_M": 2, "SPLIT_FIXUP": 1}, "CLUSTER_N = 1 with SPLIT_FIXUP=1"),
+    ({"CLUSTER_N": 2, "SPLIT_FIXUP": 1}, "CLUSTER_N = 1 with SPLIT_FIXUP=1"),
+    ({"CLUSTER_N": 3}, "CLUSTER_N 1, 2 or 4"),
+    ({"CLUSTER_M": 4, "CLUSTER_N": 4}, "portable cluster size"),
+    ({"BM": 256}, "BM 64 or 128"),
+    ({"STREAMK": 2}, "STREAMK 0 or 1"),
+    ({"EPI_DEFER": 3}, "EPI_DEFER"),
+    ({"EPI_OVERLAP": 4}, "EPI_OVERLAP 0, 1, 2 or 3"),
+    ({"AUTO": 0, "SWAP_AB": 1}, "SWAP_AB=1 with AUTO=1"),
+    ({"L2_PROMO": 32}, "L2_PROMO 0"),
+    ({"L2_HINT": 3}, "L2_HINT -1"),
+    ({"NARROW_N": 2}, "NARROW_N 0 or 1")])
+def test_v5_refuses_the_switches_it_does_not_combine(knobs, refusal):
+    with pytest.raises(ValueError, match=refusal):
+        V5.variant(**knobs)
 
 
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096),
