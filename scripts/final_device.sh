@@ -411,7 +411,7 @@ case ${1:-} in
                # Interleaved beside the rule and cuBLAS; every variant judged on odd shapes first
     mkdir -p "$LOGS/narrow4"
     W="AUTO=0:BM=64:BN=192:STAGES=6"
-    run narrow4-probe 480 python3 scripts/overlap_probe.py --variants "v5,$W:CLUSTER_M=4,$W:CLUSTER_M=4:CLUSTER_N=2,$W:CLUSTER_M=2,$W:CLUSTER_M=2:CLUSTER_N=2,$W:CLUSTER_M=1,AUTO=0:BM=64:BN=144:STAGES=8:CLUSTER_M=2,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=4,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,1000x1000x1032,1300x1000x1000,1000x1000x1024 --epilogues plain,bias+gelu_tanh --rounds 5 --verify-shapes 999x1001x1000,600x1001x1000,130x13x1000 --repeat 1 --out "$LOGS/narrow4" ;;
+    run narrow4-probe 480 python3 scripts/overlap_probe.py --variants "v5,$W:CLUSTER_M=4,$W:CLUSTER_M=4:CLUSTER_N=2,$W:CLUSTER_M=2,$W:CLUSTER_M=2:CLUSTER_N=2,$W:CLUSTER_M=1,AUTO=0:BM=64:BN=144:STAGES=7:CLUSTER_M=2,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=4,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,600x1000x1000,1000x1000x1032,1300x1000x1000,1000x1000x1024 --epilogues plain,bias+gelu_tanh --rounds 5 --verify-shapes 999x1001x1000,600x1001x1000,130x13x1000 --repeat 1 --out "$LOGS/narrow4" ;;
   promo)       # (issue 13, 2026-12-01) the tensor maps' L2 promotion (none, 64, 128, 256 B; 256 ships) at
                # K = 1000 (rows start mid-sector), its aligned neighbours, decode and 4096^3, beside cuBLAS,
                # with the L2 flushed before each launch and without
@@ -485,7 +485,16 @@ case ${1:-} in
                # tiles of 16 or 32 columns (the swapped decode tile's geometry, stored directly) against the rule
     mkdir -p "$LOGS/mirror"
     run mirror-probe 200 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=128:BN=16:STAGES=11,AUTO=0:BM=128:BN=32:STAGES=10,AUTO=0:BM=64:BN=16:STAGES=16" --shapes 14336x16x4096,14336x1x4096,4096x16x4096,14336x32x4096,4096x16x14336 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 4097x17x1000,1000x7x13,14336x16x4096 --repeat 1 --out "$LOGS/mirror" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror"; exit 2 ;;
+  owed19)      # (issue 13, 2026-12-01, nineteenth session) NARROW_N's GPU test (owed), its rule on more small-N
+               # shapes; 129-192 rows of a 14336-row weight (128 x 256 tiles, the second row of tiles nearly
+               # empty) against smaller tiles; 1000^3 in cuBLAS's 2 x 4 clusters with 64 x 144 tiles (112, 14
+               # clusters of eight where 15 fit)
+    mkdir -p "$LOGS/narrowp" "$LOGS/m129" "$LOGS/c2x4"
+    run narrow-test 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "narrow_n"
+    run narrow-probe 150 python3 scripts/overlap_probe.py --variants "v5,NARROW_N=1" --shapes 14336x16x4096,14336x8x4096,4096x32x4096,1000x16x1000,2048x24x8192,8192x32x8192,16000x16x4096 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 4097x17x1000,16000x16x4096,1000x31x1000 --repeat 1 --out "$LOGS/narrowp"
+    run m129-probe 130 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=128:BN=128:STAGES=6,AUTO=0:BM=64:BN=256:STAGES=5,AUTO=0:BM=64:BN=128:STAGES=8" --shapes 129x14336x4096,160x14336x4096,192x14336x4096,129x8192x4096 --epilogues plain --rounds 4 --verify-shapes 129x14336x1000,191x4097x4104 --repeat 1 --out "$LOGS/m129"
+    run c2x4-probe 130 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=144:STAGES=7,AUTO=0:BM=64:BN=144:STAGES=7:CLUSTER_M=2,AUTO=0:BM=64:BN=144:STAGES=7:CLUSTER_M=2:CLUSTER_N=2,AUTO=0:BM=64:BN=144:STAGES=7:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1024 --epilogues plain --rounds 5 --verify-shapes 999x1001x1000,1000x7x13,3x1000x4104 --repeat 1 --out "$LOGS/c2x4" ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
