@@ -498,7 +498,17 @@ case ${1:-} in
                # tiles where they fit one wave, against the rule (129 x 8192 x 4096: 30.5 against 45.1 us in owed19)
     mkdir -p "$LOGS/rows64"
     run rows64-probe 200 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=256:STAGES=5,AUTO=0:BM=64:BN=256:STAGES=5:STREAMK=0" --shapes 129x8192x4096,160x8192x4096,192x8192x4096,129x8192x8192,129x4096x14336,300x4096x4096,320x4096x4096,192x5120x4096,129x6144x4096,180x8192x1024,160x8192x4104,129x14336x4096 --epilogues plain --rounds 4 --verify-shapes 129x8192x1000,191x4097x4104,300x4095x13 --repeat 1 --out "$LOGS/rows64" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64"; exit 2 ;;
+  ship19)      # (issue 13, nineteenth session) NARROW_N on and the M 129-192 rule (64 x 256) shipped: v5's table
+               # published with small-N and M 129-192 rows, every epilogue 5 times on their shapes, the sanitizers
+    NEW="--shape 14336x16x4096 --shape 4096x32x4096 --shape 129x8192x4096 --shape 192x8192x4096 --shape 129x6144x4096"
+    run bench-v5-shapes 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $TABLE $N144 $NEW --shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101 --publish
+    run verify-new 120 python3 -m stages verify v5_fused_epilogue $NEW --shape 191x6001x13 --shape 160x5700x1008 --shape 4097x17x1000 --shape 1000x7x13 --shape 16000x16x4096 --epilogue all --repeat 5
+    SAN="--shape 191x6001x13 --shape 160x5700x1008 --shape 4097x17x1000 --shape 1000x7x13"
+    run memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    run racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -69,6 +69,12 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((1, 7, 13), (64, 128, 11, 1)),           # one k-block: no split
     ((32, 14336, 4096), (64, 128, 10, 1)),   # 32 rows of A: 10 buffers
     ((64, 14336, 4096), (64, 128, 8, 1)),
+    ((129, 8192, 4096), (64, 256, 5, 1)),     # M 129-192: three rows of 64 x 256 in one wave
+    ((192, 8192, 4096), (64, 256, 5, 1)),
+    ((192, 5120, 4096), (64, 128, 8, 1)),     # 64 x 128 fits one wave: no 64 x 256
+    ((129, 14336, 4096), (128, 256, 4, 1)),   # 64 x 256 would need a second wave
+    ((160, 8192, 4104), (128, 256, 4, 1)),    # rows that start mid-sector: 2 x 2 clusters
+    ((300, 4096, 4096), (128, 128, 6, 1)),    # M > 192: as before
 ])
 def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
     assert v5.shape_config(*shape, V5.defines, DEV) == expect
@@ -87,7 +93,7 @@ def test_every_choice_builds_and_leaves_no_split_empty(m, n, k, cn):
     sc = v5.split_cluster(m, n, k, cfg, DEV)
     assert cn == 1 or (a_rows == bm and sc == 1)
     assert stages_ == (v5.SPLIT_CLUSTER_RING[(a_rows, bn)] if sc > 1 else v5.DECODE_RING[a_rows] if a_rows < bm
-                       else v5.TILES[(bm, bn)])
+                       else v5.NARROW_RING[(bm, bn)] if bn < 64 else v5.TILES[(bm, bn)])
     assert a_rows >= min(m, bm), "every row of A that exists has its place in the ring buffer"
     nkt = cdiv(k, 64)
     kps = cdiv(nkt, splits)
@@ -126,7 +132,8 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
 def _every_build():
     """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), the
     decode tile with 16 and 32 rows of A per buffer (DECODE_RING) and the decode tiles split in
-    clusters with the weight's L2 hint, the swapped decode tiles and a small N's (NARROW_RING), each
+    clusters with the weight's L2 hint, the swapped decode tiles and a small N's (NARROW_RING), every
+    tile with the L2 hint (one C path, no split), each
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
     partials, which store directly); per call (defines_for) with and without the stream-K fixup
     (not with split K) and, on the TMA path of 128 x 256 tiles, with and without EPI_DEFER."""
@@ -149,6 +156,10 @@ def _every_build():
                     yield {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "ACT": act, "BIAS": bias,
                            "TMA_STORE": tma_store, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SPLIT_CLUSTER": 2,
                            "L2_HINT": 1}
+    for (bm, bn), depth in v5.TILES.items():  # the weight's hint on any tile (l2_hint: by shape)
+        for act in v5.ACT_CODE.values():
+            yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": bm, "ACT": act, "BIAS": 2,
+                   "TMA_STORE": int(bn % 64 == 0), "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "L2_HINT": 1}
     for bm, bn, depth, a_rows in tiles:
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
@@ -168,7 +179,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (780 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (835 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -711,26 +722,45 @@ NARROW_SHAPES = [(14336, 16, 4096), (4097, 17, 1000), (1000, 7, 13), (8448, 16, 
                                            (20000, 16, 4096, (128, 256)), (1000, 33, 1000, (128, 128)),
                                            (16, 16, 16, (64, 128))])
 def test_narrow_n_takes_16_or_32_columns_in_one_wave(m, n, k, tile):
-    """With NARROW_N=1, N <= 32 and M > 64: 16 or 32 columns, 128 rows where those tiles fill half
-    a wave, else 64, from NARROW_RING; unsplit, no stream-K; past one wave (20000 rows of 128) the
-    rule as before, and M <= 64 is decode's. Off (shipped): no tile under 64 columns unswapped."""
-    cfg = {**V5.defines, "NARROW_N": 1}
+    """With NARROW_N=1 (shipped), N <= 32 and M > 64: 16 or 32 columns, 128 rows where those tiles
+    fill half a wave, else 64, from NARROW_RING; unsplit, no stream-K; past one wave (20000 rows
+    of 128) the rule as before, and M <= 64 is decode's. Off: no tile under 64 columns unswapped."""
+    cfg = V5.defines
+    assert cfg["NARROW_N"] == 1
     bm, bn, stages_, splits = v5.shape_config(m, n, k, cfg, DEV)
     assert (bm, bn) == tile
     if bn < 64:
         assert stages_ == v5.NARROW_RING[(bm, bn)] and splits == 1
         assert not v5.streamk_pays(m, n, k, cfg, DEV) and v5.cluster_for(m, n, k, cfg, DEV) == (1, 1)
-    assert v5.shape_config(m, n, k, V5.defines, DEV)[1] >= 64
+    assert v5.shape_config(m, n, k, {**cfg, "NARROW_N": 0}, DEV)[1] >= 64
 
 
 @pytest.mark.hopper
-def test_the_narrow_n_tiles_are_right_as_a_knob(runnable):
-    """NARROW_N=1 (a knob, measured faster where N <= 32, not yet shipped): every epilogue case on
-    shapes it gives 16- and 32-column tiles of 64 and 128 rows, odd K among them."""
-    st = runnable("v5_fused_epilogue").variant(NARROW_N=1)
+def test_the_narrow_n_tiles_are_right(runnable):
+    """NARROW_N=1 (shipped): every epilogue case on shapes the rule gives 16- and 32-column tiles
+    of 64 and 128 rows, odd K among them."""
+    st = runnable("v5_fused_epilogue")
     assert {v5.shape_config(*s, st.defines, DEV)[:2] for s in NARROW_SHAPES} == set(v5.NARROW_RING)
     for case, kw in verify.EPILOGUE_CASES.items():
         bad = verify.failures(verify.sweep(st, NARROW_SHAPES, **kw))
+        assert not bad, "\n".join(bad)
+
+
+# M 129-192 where the rule takes three rows of 64 x 256 tiles: odd N (stored directly), K % 8 != 0
+# (the padded copy), a partial last k-block, the widest N whose tiles still fit one wave
+ROWS64_SHAPES = [(129, 8192, 64), (191, 6001, 13), (160, 5700, 1008), (192, 11264, 208)]
+
+
+def test_the_rows64_shapes_take_64_by_256():
+    assert {v5.shape_config(*s, V5.defines, DEV)[:2] for s in ROWS64_SHAPES} == {(64, 256)}
+
+
+@pytest.mark.hopper
+def test_the_rules_64_by_256_tiles_are_right(runnable):
+    """M 129-192: three rows of 64 x 256 tiles (the rule, one wave), every epilogue case."""
+    st = runnable("v5_fused_epilogue")
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, ROWS64_SHAPES, **kw))
         assert not bad, "\n".join(bad)
 
 

@@ -19,7 +19,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 0}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -139,6 +139,16 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    42.9 against 42.0; 1 x 4096 x 4096 23.6 against the split's 19.5; at 1000^3, 1024^3 and
 #    1000 x 1000 x 4096 widths 112, 96 and 80 all lost to the rule's): these shapes are bound by
 #    the weight stream or by fixed latency, not by the SMs a wave leaves idle.
+#  * M 129-192, K's rows not mid-sector, where 64 x 128 tiles would need a second wave and 64 x 256
+#    ones fit one: 64 x 256 (three rows of 64 where two of 128 compute 256 rows, the second one at
+#    most half real). results/probes/20261201T190740 (4 interleaved rounds, us, the rule before ->
+#    64 x 256; cuBLAS): 129 x 8192 x 4096 48.3 -> 30.4 (29.0), 160 x 8192 x 4096 41.7 -> 30.1
+#    (28.3), 192 x 8192 x 4096 36.8 -> 30.7 (31.2), 129 x 8192 x 8192 95.2 -> 53.9 (48.3), 129 x
+#    6144 x 4096 41.6 -> 28.1 (24.3); level at 180 x 8192 x 1024 (13.4) and, outside the branch,
+#    at 300 and 320 x 4096 x 4096 (27.4); slower where the rule's tile fits one wave already (192
+#    x 5120 x 4096, 64 x 128: 20.0 against 27.5), where the 64 x 256 tiles need two (129 x 14336 x
+#    4096: 53.6 against 68.8) and with rows that start mid-sector (160 x 8192 x 4104, 2 x 2
+#    clusters of 128 x 256: 46.8 against 51.1). README "The shape rule".
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
 MAX_SPLITS = 8
@@ -265,7 +275,7 @@ def _rule_k(m: int, n: int, k: int, c: dict) -> int:
 # The ring depth per BN (128 x 64 of W plus BN x 64 of x per buffer, next to the direct store's
 # staging and a fp32 bias: tests/test_v5.py reads it back).
 SWAP_RING = {16: 11, 32: 10, 64: 8}
-# NARROW_N=1 (a knob, not yet shipped: its GPU checks are owed): a small N, the mirror of decode
+# NARROW_N=1 (shipped; 0 gives a small N the tiles below): a small N, the mirror of decode
 # (M > 64, N <= 32: the call's B is the few rows, A the large operand streamed once), takes tiles
 # of 16 or 32 columns, stored directly: BM 128 where those tiles fill at least half a wave, else 64,
 # and only where they fit one wave (and no stream-K fill: `_workers` keeps that to tiles of 64
@@ -275,7 +285,11 @@ SWAP_RING = {16: 11, 32: 10, 64: 8}
 # 40.5), 14336 x 32 x 4096 128 x 32 38.3 (83.9; 40.2), 4096 x 16 x 4096 64 x 16 16.0 (19.5; 18.6;
 # 128 x 16: 23.0), 4096 x 16 x 14336 64 x 16 37.7 (72.7; 41.6). The ring depths: the swapped
 # decode tile's for 128 rows (the same bytes per buffer), TILES's (64, 32) for 64 (tests/test_v5.py
-# compiles them and reads gemm_smem_bytes back). README "Open questions", a small N.
+# compiles them and reads gemm_smem_bytes back). The shipped rule against NARROW_N=0, 4 interleaved
+# rounds (results/probes/20261201T190546, us; cuBLAS): 14336 x 8 x 4096 84.4 -> 37.4 (40.0), 16000 x 16 x
+# 4096 86.6 -> 40.9 (43.7), 8192 x 32 x 8192 43.5 -> 41.7 (43.6), 4096 x 32 x 4096 17.1 -> 15.8 (18.3),
+# 1000 x 16 x 1000 10.8 -> 8.3 (7.6), 2048 x 24 x 8192 24.4 -> 23.3 (19.1: 32 tiles, unsplit).
+# README "A small N".
 NARROW_RING = {(128, 16): 11, (128, 32): 10, (64, 16): 16, (64, 32): 16}
 
 
@@ -313,6 +327,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if cdiv(m, bm) <= sms:
             return bm, bn, NARROW_RING[(bm, bn)], 1, 1, 1, 1, False
 
+    if 128 < m <= 192 and not sector_misaligned(k) and 3 * cdiv(n, 256) <= sms < 3 * cdiv(n, 128):
+        # M 129-192 (the note above): three rows of 64 x 256 tiles in one wave, where 64 x 128 ones
+        # would need a second; 128-row tiles would compute 256 rows for at most 192
+        return 64, 256, TILES[(64, 256)], 1, 1, 1, 1, False
     # Where 128 x 128 tiles would need a second wave and K is whole k-blocks (rows a multiple of
     # 128 bytes): 128 x 144 where its tiles fit one wave (a smaller tile per SM than 128 x 192's,
     # stored directly), else 128 x 192 where its tiles fill 70-100% of one
