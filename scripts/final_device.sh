@@ -508,7 +508,11 @@ case ${1:-} in
     run racecheck 200 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
     run synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19"; exit 2 ;;
+  tall192)     # (issue 13) 192 x 128 tiles (three consumer warpgroups, BM=192) for M 129-192 on a wide weight, where
+               # 128-row tiles compute 256 rows and 64 x 256 ones need a second wave (129x14336x4096: 53.6 us, cuBLAS 42.2)
+    mkdir -p "$LOGS/tall192"
+    run tall192-probe 300 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=192:BN=128:STAGES=4" --shapes 129x14336x4096,160x14336x4096,192x14336x4096,150x16384x4096,129x14336x1024,192x12288x4096,129x8192x4096,192x8192x4096,160x8192x4104,129x4096x14336,180x14336x4104 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 129x7x13,191x4097x4104,192x14336x1000,130x1000x1,1000x1000x1000,577x3001x200 --repeat 1 --out "$LOGS/tall192" ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

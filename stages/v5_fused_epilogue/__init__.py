@@ -25,7 +25,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 192): 5, (128, 144): 6, (128, 128): 6, (128, 112): 6, (128, 64): 8,
-         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16}
+         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16, (192, 128): 4}
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
 DECODE_RING = {16: 11, 32: 10}
@@ -465,7 +465,10 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
 def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
-        (c["BM"] in (64, 128), "BM 64 or 128 (one or two consumer warpgroups of 64 rows)"),
+        (c["BM"] in (64, 128, 192), "BM 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"),
+        (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
+                             and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"]),
+         "BM 192 with BN <= 128 and no cluster, SPLIT_CLUSTER, SWAP_AB=1 or EPI_OVERLAP (three consumer warpgroups of 152 registers)"),
         (c["BN"] in (16, 32, 64, 112, 128, 144, 192, 256), "BN 16, 32, 64, 112, 128, 144, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),

@@ -85,13 +85,19 @@
 #define FIX_S 8         // ... and splits of each loaded together
 
 // ---- roles and register budgets (setmaxnreg, BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
-// BM 64: 40 x 128 + 232 x 128 = 34,816) --------------------------------------------------------
+// BM 64: 40 x 128 + 232 x 128 = 34,816; BM 192: 40 x 128 + 152 x 384 = 63,488) ------------------
 #define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
 #define PRODUCER_REGS 40
-#define CONSUMER_REGS 232
-#if BM != 64 && BM != 128
-#error "BM must be 64 or 128 (one or two consumer warpgroups of 64 rows)"
+#define CONSUMER_REGS (CONSUMERS == 3 ? 152 : 232)
+#if BM != 64 && BM != 128 && BM != 192
+#error "BM must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"
+#endif
+// BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles): three consumer
+// warpgroups of 152 registers, so at most 128 columns of accumulators, and only the plain tile
+// loop's features the shape rule gives it (no cluster, no split in a cluster, no swap).
+#if BM == 192 && (BN > 128 || CLUSTER_M > 1 || CLUSTER_N > 1 || SPLIT_CLUSTER > 1 || SWAP_AB || EPI_OVERLAP)
+#error "BM 192 needs BN <= 128, no cluster, no SPLIT_CLUSTER, no SWAP_AB and no EPI_OVERLAP"
 #endif
 
 // A_ROWS < BM (decode: BM 64, M <= A_ROWS = 16 or 32, chosen per call): a ring buffer holds only
@@ -619,7 +625,7 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 #define FUSED (ACT != 0 || BIAS != 0)
 #define CONSUMER_THREADS (128 * CONSUMERS)
 #define BIAS_PER_THREAD ((BIAS_LEN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
-#define BAR_CONSUMERS 3  // named barrier of all consumer threads (1, 2: one consumer warpgroup each)
+#define BAR_CONSUMERS (CONSUMERS == 3 ? 4 : 3)  // named barrier of all consumer threads (1 .. CONSUMERS: one warpgroup each)
 // The bias of column col from global memory, as fp32 (0 past the last column).
 __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
 #if BIAS == 1
