@@ -512,7 +512,14 @@ case ${1:-} in
                # 128-row tiles compute 256 rows and 64 x 256 ones need a second wave (129x14336x4096: 53.6 us, cuBLAS 42.2)
     mkdir -p "$LOGS/tall192"
     run tall192-probe 300 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=192:BN=128:STAGES=4" --shapes 129x14336x4096,160x14336x4096,192x14336x4096,150x16384x4096,129x14336x1024,192x12288x4096,129x8192x4096,192x8192x4096,160x8192x4104,129x4096x14336,180x14336x4104 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 129x7x13,191x4097x4104,192x14336x1000,130x1000x1,1000x1000x1000,577x3001x200 --repeat 1 --out "$LOGS/tall192" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192"; exit 2 ;;
+  m129)        # (issue 13) why M = 129 runs 6-10 us slower than M = 160 at N = 14336 on 128 x 256 and on 192 x 128
+               # tiles (tall192): M 129-192 in steps, then Nsight Compute on both M with 192 x 128
+    mkdir -p "$LOGS/m129b"
+    run m129-steps 150 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=192:BN=128:STAGES=4" --shapes 129x14336x4096,130x14336x4096,136x14336x4096,144x14336x4096,160x14336x4096,176x14336x4096,192x14336x4096 --epilogues plain --rounds 3 --verify-shapes 129x7x13 --repeat 1 --out "$LOGS/m129b"
+    for M in 129 160; do
+      run profile-$M 120 python3 -m stages profile "v5_fused_epilogue[AUTO=0,BM=192,BN=128,STAGES=4]" --shape ${M}x14336x4096 --out "$LOGS/profile-$M.json"
+    done ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
