@@ -179,7 +179,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (835 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (890 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -763,6 +763,17 @@ def test_the_rules_64_by_256_tiles_are_right(runnable):
     st = runnable("v5_fused_epilogue")
     for case, kw in verify.EPILOGUE_CASES.items():
         bad = verify.failures(verify.sweep(st, ROWS64_SHAPES, **kw))
+        assert not bad, "\n".join(bad)
+
+
+@pytest.mark.hopper
+def test_the_192_row_tiles_are_right_as_a_knob(runnable):
+    """BM=192 (three consumer warpgroups, AUTO=0; not in the rule): the odd shapes (stream-K and
+    split-K partials among them), a 14336-column weight at M 129 and 160 with a partial last
+    k-block, every epilogue case."""
+    st = runnable("v5_fused_epilogue").variant(AUTO=0, BM=192, BN=128, STAGES=v5.TILES[(192, 128)])
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, ODD + [(129, 14336, 1000), (160, 14336, 72)], **kw))
         assert not bad, "\n".join(bad)
 
 
