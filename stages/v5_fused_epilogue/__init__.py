@@ -25,7 +25,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 192): 5, (128, 144): 6, (128, 128): 6, (128, 112): 6, (128, 64): 8,
-         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16, (192, 128): 4}
+         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16,
+         (192, 128): 4}  # (a knob, AUTO=0: faster from 160 rows of a wide weight, not at 129; README "M just past 128")
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
 DECODE_RING = {16: 11, 32: 10}
