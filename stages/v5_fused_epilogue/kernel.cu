@@ -202,7 +202,7 @@
 #ifndef L2_HINT
 #define L2_HINT 0
 #endif
-// NARROW_N (host only, a knob): the shape rule's tiles of 16 or 32 columns for a small N (the
+// NARROW_N (host only; 1 ships): the shape rule's tiles of 16 or 32 columns for a small N (the
 // mirror of decode); the kernel builds them as any BN it wraps, stored directly.
 // EPI_OVERLAP=d > 0 (128 x 256 tiles, TMA store, no split of K, no stream-K; the host's
 // epi_overlap): the epilogue's math runs while the tensor cores work. A tile's accumulators are
