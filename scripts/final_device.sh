@@ -522,7 +522,12 @@ case ${1:-} in
   stress19)    # (issue 13) v5's stress run (random shapes, every epilogue, the sanitizers, leaks) with NARROW_N on and
                # the M 129-192 rule, not published (the all-stage record stays the README's)
     run stress-v5 330 python3 -m stages stress v5_fused_epilogue --budget 300 --out "$LOGS/stress-v5.json" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19"; exit 2 ;;
+  arows192)    # (issue 13) the 192-row tile holding only the A rows that exist (A_ROWS = M rounded up to 8 for
+               # M 129-184): does M = 129 lose its 6-10 us (m129)? Its GPU test first, then the probe
+    mkdir -p "$LOGS/arows192"
+    run test-192 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "192"
+    run arows192-probe 200 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=192:BN=128:STAGES=4" --shapes 129x14336x4096,130x14336x4096,136x14336x4096,144x14336x4096,160x14336x4096,184x14336x4096,150x16384x4096,129x8192x4096,192x12288x4096,129x12288x4096 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 129x14336x1000,184x4097x13,130x7x13,137x1000x4104 --repeat 1 --out "$LOGS/arows192" ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

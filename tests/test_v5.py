@@ -156,6 +156,11 @@ def _every_build():
                     yield {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "ACT": act, "BIAS": bias,
                            "TMA_STORE": tma_store, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SPLIT_CLUSTER": 2,
                            "L2_HINT": 1}
+    for a_rows in (136, 184):  # the 192-row tile's last warpgroup with the A rows that exist (M 129-184)
+        for act in v5.ACT_CODE.values():
+            for tma_store, partial in ((1, 0), (0, 0), (0, 1)):
+                yield {"BM": 192, "BN": 128, "STAGES": v5.TILES[(192, 128)], "A_ROWS": a_rows, "ACT": act, "BIAS": 2,
+                       "TMA_STORE": tma_store, "PARTIAL": partial, "STREAMK": 0, "EPI_DEFER": 0, "L2_HINT": 1}
     for (bm, bn), depth in v5.TILES.items():  # the weight's hint on any tile (l2_hint: by shape)
         for act in v5.ACT_CODE.values():
             yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": bm, "ACT": act, "BIAS": 2,
@@ -179,7 +184,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (890 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (920 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter (the README lists the builds that have them)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -766,14 +771,22 @@ def test_the_rules_64_by_256_tiles_are_right(runnable):
         assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("m, a_rows", [(1, 192), (128, 192), (129, 136), (136, 136), (137, 144), (184, 184),
+                                        (185, 192), (192, 192), (1000, 192)])
+def test_the_192_row_tile_holds_the_a_rows_that_exist(m, a_rows):
+    """M 129-184 on a 192-row tile: A_ROWS is M rounded up to 8 (more than 128, so only the last
+    warpgroup reads B's rows as its padding); any other M keeps whole 192-row A tiles."""
+    assert v5.a_rows_for(m, 192, {**V5.defines, "AUTO": 0}) == a_rows
+
+
 @pytest.mark.hopper
 def test_the_192_row_tiles_are_right_as_a_knob(runnable):
     """BM=192 (three consumer warpgroups, AUTO=0; not in the rule): the odd shapes (stream-K and
-    split-K partials among them), a 14336-column weight at M 129 and 160 with a partial last
-    k-block, every epilogue case."""
+    split-K partials among them), a 14336-column weight at M 129, 160 and 184 (A_ROWS 136, 160,
+    184) with a partial last k-block or odd N, every epilogue case."""
     st = runnable("v5_fused_epilogue").variant(AUTO=0, BM=192, BN=128, STAGES=v5.TILES[(192, 128)])
     for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, ODD + [(129, 14336, 1000), (160, 14336, 72)], **kw))
+        bad = verify.failures(verify.sweep(st, ODD + [(129, 14336, 1000), (160, 14336, 72), (184, 4097, 13)], **kw))
         assert not bad, "\n".join(bad)
 
 

@@ -39,8 +39,11 @@ def _decode_rows(m: int) -> int:
 
 def a_rows_for(m: int, bm: int, c: dict) -> int:
     """kernel.cu's A_ROWS for a call: 16 or 32 with the shape rule's 64-row tile (or a 64-row tile
-    split by SPLIT_CLUSTER) and M <= 32, else BM (and BM where A is shared along N by a cluster:
-    its slices are whole tiles' rows)."""
+    split by SPLIT_CLUSTER) and M <= 32; M rounded up to 8 with a 192-row tile and M 129-184 (its
+    one row of tiles: TMA then zero-fills at most 7 rows of A's box); else BM (and BM where A is
+    shared along N by a cluster: its slices are whole tiles' rows)."""
+    if bm == 192 and 128 < m < 192:
+        return cdiv(m, 8) * 8
     return _decode_rows(m) if (c["AUTO"] or c["SPLIT_CLUSTER"] > 1) and bm == 64 and c["CLUSTER_N"] == 1 else bm
 
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
