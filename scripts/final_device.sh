@@ -527,7 +527,20 @@ case ${1:-} in
     mkdir -p "$LOGS/arows192"
     run test-192 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "192"
     run arows192-probe 200 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=192:BN=128:STAGES=4" --shapes 129x14336x4096,130x14336x4096,136x14336x4096,144x14336x4096,160x14336x4096,184x14336x4096,150x16384x4096,129x8192x4096,192x12288x4096,129x12288x4096 --epilogues plain,bias+gelu_tanh --rounds 4 --verify-shapes 129x14336x1000,184x4097x13,130x7x13,137x1000x4104 --repeat 1 --out "$LOGS/arows192" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192"; exit 2 ;;
+  ship19b)     # (issue 13) the rule's 192 x 128 tiles (M 129-192 where 64 x 256 needs a second wave): their GPU
+               # tests and the paths around them, every epilogue 5 times, v5's table published with their rows,
+               # the sanitizers
+    TALL="--shape 129x14336x4096 --shape 160x14336x4096 --shape 150x16384x4096 --shape 129x12288x4096"
+    run tests-tall 150 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "192 or tall or every_epilogue_on_odd or every_path or l2_hint or torch"
+    run verify-tall 90 python3 -m stages verify v5_fused_epilogue $TALL --shape 192x12288x4096 --shape 137x12000x13 --shape 184x11265x1008 --epilogue all --repeat 5
+    NEW="--shape 14336x16x4096 --shape 4096x32x4096 --shape 129x8192x4096 --shape 192x8192x4096 --shape 129x6144x4096"
+    run bench-v5-shapes 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $TABLE $N144 $NEW $TALL --shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101 --publish
+    SAN="--shape 137x11265x13 --shape 184x11265x1008"
+    run memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    run racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    run synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -72,9 +72,13 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((129, 8192, 4096), (64, 256, 5, 1)),     # M 129-192: three rows of 64 x 256 in one wave
     ((192, 8192, 4096), (64, 256, 5, 1)),
     ((192, 5120, 4096), (64, 128, 8, 1)),     # 64 x 128 fits one wave: no 64 x 256
-    ((129, 14336, 4096), (128, 256, 4, 1)),   # 64 x 256 would need a second wave
     ((160, 8192, 4104), (128, 256, 4, 1)),    # rows that start mid-sector: 2 x 2 clusters
     ((300, 4096, 4096), (128, 128, 6, 1)),    # M > 192: as before
+    ((129, 14336, 4096), (192, 128, 4, 1)),   # 64 x 256 would need a second wave: one row of 192 x 128
+    ((192, 12288, 4096), (192, 128, 4, 1)),
+    ((150, 16384, 4096), (192, 128, 4, 1)),
+    ((129, 16897, 4096), (128, 256, 4, 1)),   # 192 x 128 would need a second wave too
+    ((180, 14336, 4104), (128, 256, 4, 1)),   # rows that start mid-sector: pairs of 128 x 256
 ])
 def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
     assert v5.shape_config(*shape, V5.defines, DEV) == expect
@@ -762,6 +766,25 @@ def test_the_rows64_shapes_take_64_by_256():
     assert {v5.shape_config(*s, V5.defines, DEV)[:2] for s in ROWS64_SHAPES} == {(64, 256)}
 
 
+# ... and where 64 x 256 tiles would need a second wave: one row of 192 x 128 tiles with only the A
+# rows that exist (A_ROWS 136, 144, 184; 192 at M = 192); K % 8 != 0, a partial k-block, odd N
+TALL_SHAPES = [(129, 14336, 64), (137, 12000, 13), (184, 11265, 1008), (192, 16896, 80)]
+
+
+def test_the_tall_shapes_take_192_by_128():
+    assert [v5.shape_config(*s, V5.defines, DEV)[:2] for s in TALL_SHAPES] == [(192, 128)] * 4
+    assert [v5.a_rows_for(s[0], 192, V5.defines) for s in TALL_SHAPES] == [136, 144, 184, 192]
+
+
+@pytest.mark.hopper
+def test_the_rules_192_row_tiles_are_right(runnable):
+    """M 129-192 on a wide weight: one row of 192 x 128 tiles (the rule), every epilogue case."""
+    st = runnable("v5_fused_epilogue")
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, TALL_SHAPES, **kw))
+        assert not bad, "\n".join(bad)
+
+
 @pytest.mark.hopper
 def test_the_rules_64_by_256_tiles_are_right(runnable):
     """M 129-192: three rows of 64 x 256 tiles (the rule, one wave), every epilogue case."""
@@ -781,7 +804,7 @@ def test_the_192_row_tile_holds_the_a_rows_that_exist(m, a_rows):
 
 @pytest.mark.hopper
 def test_the_192_row_tiles_are_right_as_a_knob(runnable):
-    """BM=192 (three consumer warpgroups, AUTO=0; not in the rule): the odd shapes (stream-K and
+    """BM=192 (three consumer warpgroups, forced by AUTO=0): the odd shapes (stream-K and
     split-K partials among them), a 14336-column weight at M 129, 160 and 184 (A_ROWS 136, 160,
     184) with a partial last k-block or odd N, every epilogue case."""
     st = runnable("v5_fused_epilogue").variant(AUTO=0, BM=192, BN=128, STAGES=v5.TILES[(192, 128)])

@@ -153,6 +153,17 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    x 5120 x 4096, 64 x 128: 20.0 against 27.5), where the 64 x 256 tiles need two (129 x 14336 x
 #    4096: 53.6 against 68.8) and with rows that start mid-sector (160 x 8192 x 4104, 2 x 2
 #    clusters of 128 x 256: 46.8 against 51.1). README "The shape rule".
+#    Where 64 x 256 tiles would need a second wave and 192 x 128 ones fit one (N 11265-16896 on
+#    132 SMs): 192 x 128, whose ring buffers hold only the A rows that exist (A_ROWS = M rounded up
+#    to 8, a_rows_for). The 128-row tiles' second row is mostly rows TMA zero-fills, and those cost
+#    time: 192 x 128 with whole 192-row A boxes took 52.1 us at 129 x 14336 x 4096 and 44.3 at 160
+#    with the same bytes moved (results/probes/20261201T193317, T193319 and T193325 under Nsight
+#    Compute). With A_ROWS (results/probes/20261201T195331, 4 interleaved rounds, us, the rule
+#    before -> 192 x 128; cuBLAS): 129 x 14336 x 4096 54.7 -> 43.2 (42.8), 144 x 14336 x 4096 47.9
+#    -> 43.2 (42.6), 184 x 14336 x 4096 47.0 -> 44.0 (43.6), 150 x 16384 x 4096 52.8 -> 46.5 (46.7),
+#    129 x 12288 x 4096 54.8 -> 40.0 (37.9); 192 x 14336 x 4096 47.1 -> 44.0 (T193317); lost at 192
+#    x 12288 x 4096, 40.0 -> 41.1 (42.7). Not where K's rows start mid-sector (180 x 14336 x 4104:
+#    the 2 x 2 clusters of 128 x 256 55.8 against 59.5, without A_ROWS).
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
 MAX_SPLITS = 8
@@ -307,7 +318,8 @@ SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (6
 
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
-          cluster_split: bool = True, swap: bool = False, narrow_n: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
+          cluster_split: bool = True, swap: bool = False, narrow_n: bool = False,
+          tall: bool = True) -> tuple[int, int, int, int, int, int, int, bool]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
     (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
@@ -335,6 +347,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # M 129-192 (the note above): three rows of 64 x 256 tiles in one wave, where 64 x 128 ones
         # would need a second; 128-row tiles would compute 256 rows for at most 192
         return 64, 256, TILES[(64, 256)], 1, 1, 1, 1, False
+    if tall and 128 < m <= 192 and not sector_misaligned(k) and 3 * cdiv(n, 256) > sms >= cdiv(n, 128):
+        # ... and where those need a second wave: one row of 192 x 128 tiles (three consumer
+        # warpgroups), holding only the A rows that exist (a_rows_for)
+        return 192, 128, TILES[(192, 128)], 1, 1, 1, 1, False
     # Where 128 x 128 tiles would need a second wave and K is whole k-blocks (rows a multiple of
     # 128 bytes): 128 x 144 where its tiles fit one wave (a smaller tile per SM than 128 x 192's,
     # stored directly), else 128 x 192 where its tiles fill 70-100% of one
@@ -393,8 +409,9 @@ class Rule(NamedTuple):
 def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     """_auto's answer for a call under the configuration c (AUTO=1)."""
     swap = c["SWAP_AB"] == 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
+    alone = c["CLUSTER_M"] * c["CLUSTER_N"] == 1  # (the small-N and 192-row tiles run unclustered)
     return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
-                       bool(c["NARROW_N"]) and c["CLUSTER_M"] * c["CLUSTER_N"] == 1))
+                       bool(c["NARROW_N"]) and alone, alone))
 
 
 def swap_wanted(call: Call) -> int:
