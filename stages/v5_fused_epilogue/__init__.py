@@ -11,8 +11,8 @@ from stages.core.contract import ACTIVATIONS, Constraints
 from stages.core.gpu import Requirement
 from stages.core.stage import Call, KernelStage, Launch, cdiv
 
-# v4's kernel and its shipped switches, plus: BM 64 or 128 (one or two consumer warpgroups), BN
-# 128 or 256, and AUTO=1: the tile, the ring depth and the split of K are chosen per shape by
+# v4's kernel and its shipped switches, plus: BM 64, 128 or 192 (one, two or three consumer
+# warpgroups), BN 16 to 256, and AUTO=1: the tile, the ring depth and the split of K are chosen per shape by
 # `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,

@@ -12,9 +12,10 @@
 //             When C cannot be a tensor map (N % 8 != 0 or a misaligned out) the kernel stores C
 //             itself (TMA_STORE=0, chosen per call): staged per 64 columns in shared memory,
 //             then written back row by row, coalesced and bounds-checked.
-//             shape: BM is 64 or 128 (one or two consumer warpgroups) and BN 64, 128, 144, 192
-//             or 256 (112 and 32 as knobs), chosen per shape on the host (in decode, M <= 32, a ring
-//             buffer holds only the 16 or 32 rows of A that exist: A_ROWS); `splits` > 1 divides the
+//             shape: BM is 64, 128 or 192 (one, two or three consumer warpgroups) and BN 16, 32,
+//             64, 128, 144, 192 or 256 (112 as a knob), chosen per shape on the host (in decode,
+//             M <= 32, and with BM 192 and M 129-184, a ring buffer holds only the rows of A that
+//             exist: A_ROWS); `splits` > 1 divides the
 //             k-blocks of every tile among `splits` units (split-K, PARTIAL=1) that write fp32
 //             partial tiles to a workspace, and
 //             gemm_v5_fused_epilogue_reduce sums them in a fixed order (bitwise repeatable) and
