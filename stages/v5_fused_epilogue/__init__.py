@@ -12,8 +12,8 @@ from stages.core.gpu import Requirement
 from stages.core.stage import Call, KernelStage, Launch, cdiv
 
 # v4's kernel and its shipped switches, plus: BM 64, 128 or 192 (one, two or three consumer
-# warpgroups), BN 16 to 256, and AUTO=1: the tile, the ring depth and the split of K are chosen per shape by
-# `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
+# warpgroups), BN 16 to 256, and AUTO=1: the tile, the ring depth and the split of K are chosen
+# per shape by `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "PERSISTENT": 1, "ORDER": 1, "TMA_STORE": 1, "CLUSTER_M": 1, "CLUSTER_N": 1,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
@@ -26,7 +26,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 192): 5, (128, 144): 6, (128, 128): 6, (128, 112): 6, (128, 64): 8,
          (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16,
-         (192, 128): 4}  # (a knob, AUTO=0: faster from 160 rows of a wide weight, not at 129; README "M just past 128")
+         (192, 128): 4}  # (M 129-192 on a wide weight, A_ROWS = M rounded up to 8: README "M just past 128")
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
 DECODE_RING = {16: 11, 32: 10}
@@ -408,8 +408,8 @@ class Rule(NamedTuple):
 
 def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     """_auto's answer for a call under the configuration c (AUTO=1)."""
-    swap = c["SWAP_AB"] == 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
-    alone = c["CLUSTER_M"] * c["CLUSTER_N"] == 1  # (the small-N and 192-row tiles run unclustered)
+    alone = c["CLUSTER_M"] * c["CLUSTER_N"] == 1  # (the swapped, small-N and 192-row tiles run unclustered)
+    swap = c["SWAP_AB"] == 1 and alone
     return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
                        bool(c["NARROW_N"]) and alone, alone))
 
