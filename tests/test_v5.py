@@ -522,6 +522,13 @@ ODD = [(1, 7, 13), (3, 1000, 4104), (17, 4097, 1), (129, 7, 4104), (1000, 1000, 
        (130, 300, 200), (65, 129, 72)]
 
 
+def _right_with_every_epilogue(st, shapes):
+    """st against float64 on the shapes, once per epilogue case of verify.EPILOGUE_CASES."""
+    for case, kw in verify.EPILOGUE_CASES.items():
+        bad = verify.failures(verify.sweep(st, shapes, **kw))
+        assert not bad, "\n".join(bad)
+
+
 @pytest.mark.hopper
 @pytest.mark.parametrize("case", list(verify.EPILOGUE_CASES))
 def test_every_epilogue_on_odd_shapes(case, runnable):
@@ -563,9 +570,7 @@ def test_sector_copies_are_right_as_a_knob(runnable):
     st = runnable("v5_fused_epilogue").variant(PAD_SECTOR=100000)
     shapes = ODD + [(999, 1001, 1000), (33, 300, 1000), (3, 4097, 200)]
     assert all(v5.copies_by_shape(*s, st.defines) for s in shapes if s[2] % 16 == 8)
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, shapes, **kw))
-        assert not bad, "\n".join(bad)
+    _right_with_every_epilogue(st, shapes)
 
 
 @pytest.mark.parametrize("shape, promo", [((1000, 1000, 1000), 128), ((1300, 1000, 1000), 128), ((3000, 3000, 3000), 128),
@@ -716,9 +721,7 @@ def test_swapped_decode_is_right_as_a_knob(runnable):
     swaps those of them with an activation and M <= 32."""
     v5_stage = runnable("v5_fused_epilogue")
     for st in (v5_stage.variant(SWAP_AB=1), v5_stage):
-        for case, kw in verify.EPILOGUE_CASES.items():
-            bad = verify.failures(verify.sweep(st, SWAP_SHAPES, **kw))
-            assert not bad, "\n".join(bad)
+        _right_with_every_epilogue(st, SWAP_SHAPES)
 
 
 # NARROW_N=1 (a knob): a small N, tiles of 16 or 32 columns; odd K and M among them, one shape
@@ -752,9 +755,7 @@ def test_the_narrow_n_tiles_are_right(runnable):
     of 64 and 128 rows, odd K among them."""
     st = runnable("v5_fused_epilogue")
     assert {v5.shape_config(*s, st.defines, DEV)[:2] for s in NARROW_SHAPES} == set(v5.NARROW_RING)
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, NARROW_SHAPES, **kw))
-        assert not bad, "\n".join(bad)
+    _right_with_every_epilogue(st, NARROW_SHAPES)
 
 
 # M 129-192 where the rule takes three rows of 64 x 256 tiles: odd N (stored directly), K % 8 != 0
@@ -777,21 +778,11 @@ def test_the_tall_shapes_take_192_by_128():
 
 
 @pytest.mark.hopper
-def test_the_rules_192_row_tiles_are_right(runnable):
-    """M 129-192 on a wide weight: one row of 192 x 128 tiles (the rule), every epilogue case."""
-    st = runnable("v5_fused_epilogue")
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, TALL_SHAPES, **kw))
-        assert not bad, "\n".join(bad)
-
-
-@pytest.mark.hopper
-def test_the_rules_64_by_256_tiles_are_right(runnable):
-    """M 129-192: three rows of 64 x 256 tiles (the rule, one wave), every epilogue case."""
-    st = runnable("v5_fused_epilogue")
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, ROWS64_SHAPES, **kw))
-        assert not bad, "\n".join(bad)
+@pytest.mark.parametrize("shapes", [ROWS64_SHAPES, TALL_SHAPES], ids=["64x256", "192x128"])
+def test_the_rules_m129_to_192_tiles_are_right(shapes, runnable):
+    """M 129-192: three rows of 64 x 256 tiles in one wave, else one row of 192 x 128 (the rule),
+    every epilogue case."""
+    _right_with_every_epilogue(runnable("v5_fused_epilogue"), shapes)
 
 
 @pytest.mark.parametrize("m, a_rows", [(1, 192), (128, 192), (129, 136), (136, 136), (137, 144), (184, 184),
@@ -808,9 +799,7 @@ def test_the_192_row_tiles_are_right_as_a_knob(runnable):
     split-K partials among them), a 14336-column weight at M 129, 160 and 184 (A_ROWS 136, 160,
     184) with a partial last k-block or odd N, every epilogue case."""
     st = runnable("v5_fused_epilogue").variant(AUTO=0, BM=192, BN=128, STAGES=v5.TILES[(192, 128)])
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, ODD + [(129, 14336, 1000), (160, 14336, 72), (184, 4097, 13)], **kw))
-        assert not bad, "\n".join(bad)
+    _right_with_every_epilogue(st, ODD + [(129, 14336, 1000), (160, 14336, 72), (184, 4097, 13)])
 
 
 @pytest.mark.hopper
@@ -818,9 +807,7 @@ def test_cudas_activation_forms_are_right_as_a_knob(runnable):
     """ACT_MATH=0 (CUDA's erff, __expf, __fdividef), kept to measure against, on the odd shapes,
     every epilogue case."""
     st = runnable("v5_fused_epilogue").variant(ACT_MATH=0)
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, ODD, **kw))
-        assert not bad, "\n".join(bad)
+    _right_with_every_epilogue(st, ODD)
 
 
 @pytest.mark.hopper
@@ -864,9 +851,7 @@ def test_the_overlapped_epilogue_is_right_as_a_knob(overlap, runnable):
     st = runnable("v5_fused_epilogue").variant(EPI_OVERLAP=overlap, STREAMK=0)
     shapes = [(3001, 4096, 1000), (1000, 8192, 392), (2500, 2056, 777), (2048, 2048, 1024)]
     assert all(v5.epi_overlap(*s, st.defines, gpu.REFERENCE_DEVICE) == overlap for s in shapes)
-    for case, kw in verify.EPILOGUE_CASES.items():
-        bad = verify.failures(verify.sweep(st, shapes, **kw))
-        assert not bad, "\n".join(bad)
+    _right_with_every_epilogue(st, shapes)
 
 
 @pytest.mark.hopper
