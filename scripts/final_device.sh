@@ -546,7 +546,13 @@ case ${1:-} in
     mkdir -p "$LOGS/tailrows"
     F="AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2:L2_PROMO=128"
     run tailrows-probe 200 python3 scripts/overlap_probe.py --variants "v5,$F" --shapes 1000x1000x1000,1024x1024x1000,1000x1024x1000,1024x1000x1000,968x1000x1000,1000x904x1000,968x904x1000,960x896x1000,1024x1024x1024,1000x1000x1024,4095x4097x4104,4095x4096x4104,4096x4096x4104 --epilogues plain --rounds 5 --verify-shapes 968x904x1000,1000x1000x1000 --repeat 1 --out "$LOGS/tailrows" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows"; exit 2 ;;
+  edge)        # (issue 13) EDGE_SHIFT=1: partial last tile rows and columns moved back inside C (tailrows showed
+               # the zero-filled rows past M and N cost time): the rule with and without it on shapes with tails,
+               # then its GPU test (float64, every epilogue; the same bits as without)
+    mkdir -p "$LOGS/edge"
+    run edge-probe 200 python3 scripts/overlap_probe.py --variants "v5,EDGE_SHIFT=1" --shapes 1000x1000x1000,968x904x1000,1000x1000x4096,1000x1000x4104,4095x4097x4104,3000x3000x3000,1408x1600x4096,1280x1728x8192,130x5000x5000,1000x1000x1024,1536x1536x4096 --epilogues plain --rounds 5 --verify-shapes 968x904x1000,4095x4097x4104 --repeat 1 --out "$LOGS/edge"
+    run edge-test 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "edge_shift" ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

@@ -911,6 +911,35 @@ def test_split_k_is_bitwise_repeatable(runnable):
             assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), st.name
 
 
+# EDGE_SHIFT=1 (kernel.cu): a partial last tile row or column moved back inside C, recomputing rows
+# the tile before it holds. Shapes with tails on the paths the rule takes: 64 x 128 pairs (1000^3,
+# tails of 8 rows), 128 x 256 pairs with stream-K, 2 x 2 clusters, three rows of 64 x 256 (M 130),
+# the 192-row tile (M < BM: N's tail only), decode tiles and their splits, the swapped decode tile,
+# the direct store (N odd), the padded copy (K % 8 != 0), one tile smaller than C (65 x 129).
+EDGE_SHAPES = [(1000, 1000, 1000), (968, 904, 1000), (4095, 4097, 4104), (1000, 1000, 4104), (300, 3000, 3000),
+               (130, 5000, 5000), (129, 14336, 4096), (17, 4097, 1), (1, 4097, 4096), (1001, 1003, 1000),
+               (1500, 2600, 1001), (65, 129, 72), (3, 7, 13)]
+
+
+@pytest.mark.hopper
+def test_edge_shift_writes_the_same_bits_as_the_tiles_it_moves(runnable):
+    """EDGE_SHIFT=1 on shapes with tails: right against float64 with every epilogue case, and the
+    same bits as EDGE_SHIFT=0 (which zero-fills the rows past the edge) with a bias, alpha and an
+    activation, twice (the rows two tiles both write hold the same values, whichever lands last)."""
+    st = runnable("v5_fused_epilogue")
+    shifted = st.variant(EDGE_SHIFT=1)
+    unshifted = st.variant(EDGE_SHIFT=0)
+    _right_with_every_epilogue(shifted, EDGE_SHAPES)
+    cp = gpu.cupy()
+    for m, n, k in EDGE_SHAPES:
+        a, b = verify.random_operands(m, n, k, 7 * m + n + k, cp)
+        bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32)
+        want = unshifted.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
+        for _ in range(2):
+            got = shifted.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
+            assert bool((got.view(cp.uint16) == want.view(cp.uint16)).all()), (m, n, k)
+
+
 # Split K (M <= 64, few tiles): the rule's splits, odd M and N (direct halves), K % 8 (padded copy).
 SPLIT_SHAPES = [(1, 4096, 4096), (17, 1000, 4104), (33, 3000, 4099), (64, 2048, 8192), (3, 7, 1000)]
 # (M <= 64 splits in 2-CTA clusters by default, SPLIT_CLUSTER: these tests take the split by units

@@ -19,7 +19,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -517,6 +517,7 @@ def check_config(c: dict) -> None:
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
         (c["NARROW_N"] in (0, 1), "NARROW_N 0 or 1 (1: tiles of 16 or 32 columns where N <= 32 and M > 64, AUTO=1)"),
+        (c["EDGE_SHIFT"] in (0, 1), "EDGE_SHIFT 0 or 1 (1: a partial last tile row or column moved back to end within 7 rows of C's edge, kernel.cu)"),
         (c["TMAP_PREFETCH"] in (0, 1), "TMAP_PREFETCH 0 or 1 (1: prefetch.tensormap of the maps before the barriers are set up)"),
         (c["L2_HINT"] in (-1, 0, 1, 2), "L2_HINT -1 (by shape: l2_hint), 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),

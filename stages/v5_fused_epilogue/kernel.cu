@@ -205,6 +205,15 @@
 #ifndef L2_HINT
 #define L2_HINT 0
 #endif
+// EDGE_SHIFT=1: a partial last tile row (column) is moved back until it ends at most 7 rows past
+// C's last row (column): its origin min(block, round_up8(extent - tile)) where the extent is at
+// least a tile. It then reads real rows of A (B) where TMA would zero-fill rows past M (N), which
+// costs time (README "Rows past the edge"), and recomputes rows the tile before it holds: both
+// tiles write the same values there (the same k-blocks in the same order per element). Rounded
+// to 8 so that a column origin keeps C's 16-byte store alignment.
+#ifndef EDGE_SHIFT
+#define EDGE_SHIFT 0
+#endif
 // NARROW_N (host only; 1 ships): the shape rule's tiles of 16 or 32 columns for a small N (the
 // mirror of decode); the kernel builds them as any BN it wraps, stored directly.
 // EPI_OVERLAP=d > 0 (128 x 256 tiles, TMA store, no split of K, no stream-K; the host's
@@ -423,6 +432,16 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
   if ((un | (XOR_W - 1)) < units_n) un ^= um % XOR_W;  // only inside a complete group: a bijection
 #else
 #error "ORDER must be 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"
+#endif
+}
+
+// The origin of a tile along one dimension (`block`: its tile index times the tile) where C has
+// `extent` rows (columns) and the tile `tile` of them: EDGE_SHIFT above.
+__device__ __forceinline__ int tile_origin(int block, int extent, int tile) {
+#if EDGE_SHIFT
+  return extent >= tile ? min(block, (extent - tile + 7) / 8 * 8) : block;
+#else
+  return block;
 #endif
 }
 
@@ -1048,7 +1067,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
         unit_coords(unit / splits, units_m, units_n, um, un);
-        const int block_m = (um * CLUSTER_M + rm) * BM, block_n = (un * CLUSTER_N + rn) * BN;
+        const int block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM),
+                  block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
         const int split_kt = (SPLIT_CLUSTER > 1 ? split_rank : unit % splits) * k_tiles_per_split;
         const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
@@ -1186,7 +1206,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
       unit_coords(unit / splits, units_m, units_n, um, un);
-      const int block_m = (um * CLUSTER_M + rm) * BM, block_n = (un * CLUSTER_N + rn) * BN;
+      const int block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM),
+                block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
       const int split = SPLIT_CLUSTER > 1 ? split_rank : unit % splits, split_kt = split * k_tiles_per_split;
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
