@@ -552,7 +552,21 @@ case ${1:-} in
     mkdir -p "$LOGS/edge"
     run edge-probe 200 python3 scripts/overlap_probe.py --variants "v5,EDGE_SHIFT=1" --shapes 1000x1000x1000,968x904x1000,1000x1000x4096,1000x1000x4104,4095x4097x4104,3000x3000x3000,1408x1600x4096,1280x1728x8192,130x5000x5000,1000x1000x1024,1536x1536x4096 --epilogues plain --rounds 5 --verify-shapes 968x904x1000,4095x4097x4104 --repeat 1 --out "$LOGS/edge"
     run edge-test 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "edge_shift" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge"; exit 2 ;;
+  ship20)      # (issue 13) EDGE_SHIFT by shape (on in one wave): its GPU tests and the paths around them, every
+               # epilogue 5 times on the shapes it moves, v5's table published, the tail strategies, the sanitizers
+    run tests-edge 200 python3 -m pytest -q -p no:cacheprovider -rs tests/test_v5.py -k "edge_shift or every_epilogue_on_odd or every_path"
+    EDGE="--shape 1000x1000x1000 --shape 968x904x1000 --shape 1000x1000x4096 --shape 130x5000x5000 --shape 1001x1003x1000 --shape 1500x2600x1001 --shape 65x129x72 --shape 1408x1600x4096"
+    run verify-edge 90 python3 -m stages verify v5_fused_epilogue $EDGE --epilogue all --repeat 5
+    NEW="--shape 14336x16x4096 --shape 4096x32x4096 --shape 129x8192x4096 --shape 192x8192x4096 --shape 129x6144x4096"
+    TALL="--shape 129x14336x4096 --shape 160x14336x4096 --shape 150x16384x4096 --shape 129x12288x4096"
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $TABLE $N144 $NEW $TALL --shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101 --shape 968x904x1000 --publish
+    run v5-tails 60 python3 scripts/v5_tails.py --out "$LOGS"
+    SAN="--shape 968x904x1000 --shape 1001x1003x1000 --shape 130x2000x1024"
+    run memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    run racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    run synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
+    wait ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

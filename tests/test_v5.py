@@ -921,11 +921,26 @@ EDGE_SHAPES = [(1000, 1000, 1000), (968, 904, 1000), (4095, 4097, 4104), (1000, 
                (1500, 2600, 1001), (65, 129, 72), (3, 7, 13)]
 
 
+@pytest.mark.parametrize("shape, shift", [((1000, 1000, 1000), 1), ((968, 904, 1000), 1), ((1000, 1000, 4096), 1),
+                                          ((130, 5000, 5000), 1), ((1, 4097, 4096), 1), ((4095, 4097, 4104), 0),
+                                          ((3000, 3000, 3000), 0), ((4096, 4096, 4096), 0)])
+def test_edge_shift_only_in_one_wave_without_stream_k(shape, shift):
+    """The rule moves edge tiles back where every unit runs in one wave (the slowest tile sets the
+    time); not in more waves, and never where stream-K splits a unit (4095 x 4097 x 4104, 3000^3),
+    not even as EDGE_SHIFT=1."""
+    call = Call(None, None, _AlignedOut, *shape, V5.defines, DEV, contract.PLAIN)
+    assert v5.defines_for(call)["EDGE_SHIFT"] == shift
+    forced = v5.edge_shift(*shape, {**V5.defines, "EDGE_SHIFT": 1}, DEV)
+    assert forced == int(not v5.streamk_pays(*shape, V5.defines, DEV))
+    assert v5.edge_shift(*shape, {**V5.defines, "EDGE_SHIFT": 0}, DEV) == 0
+
+
 @pytest.mark.hopper
 def test_edge_shift_writes_the_same_bits_as_the_tiles_it_moves(runnable):
-    """EDGE_SHIFT=1 on shapes with tails: right against float64 with every epilogue case, and the
-    same bits as EDGE_SHIFT=0 (which zero-fills the rows past the edge) with a bias, alpha and an
-    activation, twice (the rows two tiles both write hold the same values, whichever lands last)."""
+    """EDGE_SHIFT=1 on shapes with tails: right against float64 with every epilogue case, and, as
+    the shipped rule (by shape) too, the same bits as EDGE_SHIFT=0 (which zero-fills the rows past
+    the edge) with a bias, alpha and an activation, twice (the rows two tiles both write hold the
+    same values, whichever lands last)."""
     st = runnable("v5_fused_epilogue")
     shifted = st.variant(EDGE_SHIFT=1)
     unshifted = st.variant(EDGE_SHIFT=0)
@@ -936,8 +951,9 @@ def test_edge_shift_writes_the_same_bits_as_the_tiles_it_moves(runnable):
         bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32)
         want = unshifted.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
         for _ in range(2):
-            got = shifted.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
-            assert bool((got.view(cp.uint16) == want.view(cp.uint16)).all()), (m, n, k)
+            for s in (shifted, st):
+                got = s.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
+                assert bool((got.view(cp.uint16) == want.view(cp.uint16)).all()), (s.name, m, n, k)
 
 
 # Split K (M <= 64, few tiles): the rule's splits, odd M and N (direct halves), K % 8 (padded copy).

@@ -19,7 +19,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": 0}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -517,7 +517,7 @@ def check_config(c: dict) -> None:
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
         (c["NARROW_N"] in (0, 1), "NARROW_N 0 or 1 (1: tiles of 16 or 32 columns where N <= 32 and M > 64, AUTO=1)"),
-        (c["EDGE_SHIFT"] in (0, 1), "EDGE_SHIFT 0 or 1 (1: a partial last tile row or column moved back to end within 7 rows of C's edge, kernel.cu)"),
+        (c["EDGE_SHIFT"] in (-1, 0, 1), "EDGE_SHIFT -1 (by shape: edge_shift), 0 (never) or 1 (a partial last tile row or column moved back to end within 7 rows of C's edge wherever no stream-K splits a unit)"),
         (c["TMAP_PREFETCH"] in (0, 1), "TMAP_PREFETCH 0 or 1 (1: prefetch.tensormap of the maps before the barriers are set up)"),
         (c["L2_HINT"] in (-1, 0, 1, 2), "L2_HINT -1 (by shape: l2_hint), 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
@@ -563,7 +563,7 @@ def defines_for(call: Call) -> dict:
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
-            "L2_HINT": l2_hint(m, n, k, c, dev),
+            "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev),
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(m, n, k, c, dev)))}
 
 
@@ -681,6 +681,30 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
+
+
+# EDGE_SHIFT (kernel.cu): a partial last tile row or column moved back inside C, so that TMA reads
+# real rows of A and B where it zero-filled rows past M and N. Zero-filled rows cost time: with
+# one 64 x 128 build in pairs, 968 x 1000 x 1000 took 11.8-11.9 us and 1000^3 11.6, fewer real
+# rows but more filled ones, and 1024 x 1024 x 1000 (no tail) 11.4 (results/probes/20261201T214205).
+# Measured (results/probes/20261201T214628, 5 interleaved rounds, us, the rule without -> with;
+# cuBLAS): 1000^3 11.7 -> 11.5 (10.1), 968 x 904 x 1000 12.8 -> 11.7 (10.3), 1000 x 1000 x 4096
+# 19.1 -> 18.4 (17.9), 130 x 5000 x 5000 35.0 -> 34.6 (34.6); level at 1000 x 1000 x 4104,
+# 1280 x 1728 x 8192, 1408 x 1600 x 4096 (33.7 -> 33.9) and, without tails, 1000 x 1000 x 1024
+# and 1536 x 1536 x 4096. Where units run in more than one wave it lost (4095 x 4097 x 4104 224.5
+# -> 227.2, 3000^3 91.0 -> 91.5): there the slowest tile does not set the time, and the filled
+# rows are L2 traffic saved. Never with stream-K: a unit split over workers adds its partial sums
+# in another order than the tile beside it, and the rows both write would differ in their last
+# bits (tests/test_v5.py compares the bits with and without).
+def edge_shift(m: int, n: int, k: int, c: dict, dev) -> int:
+    """kernel.cu's EDGE_SHIFT for a call: 0 where configured 0 or where stream-K splits a unit; 1
+    where configured 1; by shape (-1, shipped) 1 where every unit runs in one wave."""
+    if c["EDGE_SHIFT"] == 0 or streamk_pays(m, n, k, c, dev):
+        return 0
+    if c["EDGE_SHIFT"] == 1:
+        return 1
+    units, workers = _workers(m, n, k, c, dev)
+    return int(units <= workers)
 
 
 def copies(call: Call) -> bool:

@@ -210,7 +210,10 @@
 // least a tile. It then reads real rows of A (B) where TMA would zero-fill rows past M (N), which
 // costs time (README "Rows past the edge"), and recomputes rows the tile before it holds: both
 // tiles write the same values there (the same k-blocks in the same order per element). Rounded
-// to 8 so that a column origin keeps C's 16-byte store alignment.
+// to 8 so that a column origin keeps C's 16-byte store alignment. The host sets it per call
+// (edge_shift: where every unit runs in one wave and no stream-K splits a unit, whose partial
+// sums would round the shared rows differently); 0 or a negative value (the host's "by shape")
+// builds none.
 #ifndef EDGE_SHIFT
 #define EDGE_SHIFT 0
 #endif
@@ -438,7 +441,7 @@ __host__ __device__ __forceinline__ void unit_coords(int unit, int units_m, int 
 // The origin of a tile along one dimension (`block`: its tile index times the tile) where C has
 // `extent` rows (columns) and the tile `tile` of them: EDGE_SHIFT above.
 __device__ __forceinline__ int tile_origin(int block, int extent, int tile) {
-#if EDGE_SHIFT
+#if EDGE_SHIFT > 0
   return extent >= tile ? min(block, (extent - tile + 7) / 8 * 8) : block;
 #else
   return block;
