@@ -566,7 +566,12 @@ case ${1:-} in
     run racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
     run synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20"; exit 2 ;;
+  tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
+               # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
+               # 128 x 128 ones, against the rule
+    mkdir -p "$LOGS/tallk"
+    run tallk-probe 240 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=192:BN=128:STAGES=4:SPLIT_K=4,AUTO=0:BM=192:BN=128:STAGES=4:SPLIT_K=2,AUTO=0:BM=192:BN=128:STAGES=4,AUTO=0:BM=128:BN=128:STAGES=6:SPLIT_K=2,AUTO=0:BM=64:BN=128:STAGES=8:SPLIT_K=2" --shapes 129x4096x14336,160x4096x14336,192x4096x14336,129x4096x8192,150x4096x8192,129x2048x14336,129x4096x4096,192x4096x4096,129x6144x4096 --epilogues plain --rounds 4 --verify-shapes 137x1000x4104 --repeat 1 --out "$LOGS/tallk" ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
