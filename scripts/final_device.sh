@@ -575,7 +575,12 @@ case ${1:-} in
                # on the rule with it, 68.8 before): the rule with and without, and the M 129-192 tiles with it forced
     mkdir -p "$LOGS/edge2"
     run edge2-probe 240 python3 scripts/overlap_probe.py --variants "v5,EDGE_SHIFT=0,AUTO=0:BM=64:BN=128:STAGES=8:EDGE_SHIFT=1,AUTO=0:BM=64:BN=256:STAGES=5:EDGE_SHIFT=1,AUTO=0:BM=128:BN=256:STAGES=4:EDGE_SHIFT=1" --shapes 129x4096x14336,129x4096x8192,129x2048x14336,65x4096x14336,65x4096x4096,129x14336x4096,129x8192x4096,129x12288x4096,129x6144x4096,160x14336x4096,257x4096x4096 --epilogues plain --rounds 4 --verify-shapes 137x1000x4104,65x4097x1000 --repeat 1 --out "$LOGS/edge2" ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2"; exit 2 ;;
+  pub20)       # (issue 13) v5's table published with the shapes EDGE_SHIFT moved most (M just past a multiple of 64)
+    NEW="--shape 14336x16x4096 --shape 4096x32x4096 --shape 129x8192x4096 --shape 192x8192x4096 --shape 129x6144x4096"
+    TALL="--shape 129x14336x4096 --shape 160x14336x4096 --shape 150x16384x4096 --shape 129x12288x4096"
+    EDGE="--shape 968x904x1000 --shape 129x4096x14336 --shape 129x4096x8192 --shape 65x4096x14336 --shape 65x4096x4096 --shape 257x4096x4096"
+    run bench-v5-shapes 150 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $TABLE $N144 $NEW $TALL $EDGE --shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101 --publish ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
