@@ -691,9 +691,12 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
 # cuBLAS): 1000^3 11.7 -> 11.5 (10.1), 968 x 904 x 1000 12.8 -> 11.7 (10.3), 1000 x 1000 x 4096
 # 19.1 -> 18.4 (17.9), 130 x 5000 x 5000 35.0 -> 34.6 (34.6); level at 1000 x 1000 x 4104,
 # 1280 x 1728 x 8192, 1408 x 1600 x 4096 (33.7 -> 33.9) and, without tails, 1000 x 1000 x 1024
-# and 1536 x 1536 x 4096. Where units run in more than one wave it lost (4095 x 4097 x 4104 224.5
-# -> 227.2, 3000^3 91.0 -> 91.5): there the slowest tile does not set the time, and the filled
-# rows are L2 traffic saved. Never with stream-K: a unit split over workers adds its partial sums
+# and 1536 x 1536 x 4096. Most where M is just past a multiple of 64, the last tile row one real
+# row (results/probes/20261201T220248, 4 rounds): 129 x 4096 x 14336 68.2 -> 48.0 (46.3), 129 x
+# 4096 x 8192 37.8 -> 30.4 (32.8), 65 x 4096 x 14336 58.5 -> 41.2 (44.1), 65 x 4096 x 4096 22.8
+# -> 16.7 (17.1), 257 x 4096 x 4096 33.9 -> 28.0 (23.0). Where units run in more than one wave
+# it lost (4095 x 4097 x 4104 224.5 -> 227.2, 3000^3 91.0 -> 91.5): there the slowest tile does
+# not set the time, and the filled rows are L2 traffic saved. Never with stream-K: a unit split over workers adds its partial sums
 # in another order than the tile beside it, and the rows both write would differ in their last
 # bits (tests/test_v5.py compares the bits with and without).
 def edge_shift(m: int, n: int, k: int, c: dict, dev) -> int:
