@@ -563,7 +563,7 @@ def defines_for(call: Call) -> dict:
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
-            "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev),
+            "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev, bool(streamk)),
             **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(m, n, k, c, dev)))}
 
 
@@ -696,13 +696,18 @@ def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
 # 4096 x 8192 37.8 -> 30.4 (32.8), 65 x 4096 x 14336 58.5 -> 41.2 (44.1), 65 x 4096 x 4096 22.8
 # -> 16.7 (17.1), 257 x 4096 x 4096 33.9 -> 28.0 (23.0). Where units run in more than one wave
 # it lost (4095 x 4097 x 4104 224.5 -> 227.2, 3000^3 91.0 -> 91.5): there the slowest tile does
-# not set the time, and the filled rows are L2 traffic saved. Never with stream-K: a unit split over workers adds its partial sums
-# in another order than the tile beside it, and the rows both write would differ in their last
-# bits (tests/test_v5.py compares the bits with and without).
-def edge_shift(m: int, n: int, k: int, c: dict, dev) -> int:
+# not set the time, and the filled rows are L2 traffic saved. Never with stream-K: a unit split
+# over workers adds its partial sums in another order than the tile beside it, and the rows both
+# write would differ in their last bits (tests/test_v5.py compares the bits with and without).
+def edge_shift(m: int, n: int, k: int, c: dict, dev, streamk: bool | None = None) -> int:
     """kernel.cu's EDGE_SHIFT for a call: 0 where configured 0 or where stream-K splits a unit; 1
-    where configured 1; by shape (-1, shipped) 1 where every unit runs in one wave."""
-    if c["EDGE_SHIFT"] == 0 or streamk_pays(m, n, k, c, dev):
+    where configured 1; by shape (-1, shipped) 1 where every unit runs in one wave. `streamk`:
+    streamk_pays for the call, where the caller has it (defines_for), else computed here."""
+    if c["EDGE_SHIFT"] == 0:
+        return 0
+    if streamk is None:
+        streamk = streamk_pays(m, n, k, c, dev)
+    if streamk:
         return 0
     if c["EDGE_SHIFT"] == 1:
         return 1
