@@ -580,7 +580,15 @@ case ${1:-} in
     TALL="--shape 129x14336x4096 --shape 160x14336x4096 --shape 150x16384x4096 --shape 129x12288x4096"
     EDGE="--shape 968x904x1000 --shape 129x4096x14336 --shape 129x4096x8192 --shape 65x4096x14336 --shape 65x4096x4096 --shape 257x4096x4096"
     run bench-v5-shapes 150 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $TABLE $N144 $NEW $TALL $EDGE --shape 1000x1000x1001 --shape 2048x4096x2050 --shape 4096x4096x4100 --shape 4095x4097x4101 --publish ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20"; exit 2 ;;
+  hostpath)    # (issue 13, 2026-12-01, twenty-first session) v5's host time per call: the rule's per-call
+               # answers decided once (defines_for, plan) against the code before (a copy of eddf90a's stages/
+               # under scratch_old/, carried untracked), beside cupy.matmul and cuBLAS; then where the rest goes
+    OVH="--shape 256x256x256 --shape 16x14336x4096 --shape 1x4096x4096 --shape 1000x1000x1000"
+    [ -d scratch_old/stages ] && run overhead-before 150 bash -c "cd scratch_old && PYTHONPATH=. python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas --overhead $OVH --calls 300"
+    run overhead-after 200 python3 -m stages bench --overhead $OVH --calls 300 --publish
+    run profile-v5 90 python3 scripts/call_profile.py v5_fused_epilogue --shape 256x256x256 --shape 16x14336x4096 --calls 1000
+    run profile-v4 40 python3 scripts/call_profile.py v4_swizzle_pipeline --shape 256x256x256 --calls 1000 ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

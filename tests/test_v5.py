@@ -935,6 +935,41 @@ def test_edge_shift_only_in_one_wave_without_stream_k(shape, shift):
     assert v5.edge_shift(*shape, {**V5.defines, "EDGE_SHIFT": 0}, DEV) == 0
 
 
+class _Ptr:  # an operand or output as defines_for and copies read it: its pointer
+    def __init__(self, ptr: int):
+        self.data = type("data", (), {"ptr": ptr})
+
+
+def test_defines_are_decided_once_and_keyed_by_all_they_depend_on():
+    """defines_for is looked up after a call's first time: the answer must equal the one worked
+    out anew for every shape, configuration, epilogue and pointer alignment, and a caller changing
+    the returned dict must not change the next answer. (plan's decisions, cached the same way, are
+    checked by every GPU test: a wrong K or split there is a wrong result.)"""
+    rng = np.random.default_rng(13)
+    variants = [V5.defines, {**V5.defines, "EDGE_SHIFT": 0}, {**V5.defines, "SWAP_AB": 1},
+                {**V5.defines, "CLUSTER_M": 2}, {**V5.defines, "MAX_SPLITS": 2}]
+    biases = [None, np.zeros(4, np.float16), np.zeros(4, np.float32)]
+    for _ in range(400):
+        m, n = (int(x) for x in rng.choice([1, 3, 16, 17, 64, 129, 200, 1000, 4095, 4096], 2))
+        k = int(rng.choice([1, 13, 64, 1000, 4096, 4104]))
+        cfg = variants[rng.integers(len(variants))]
+        epi = contract.Epilogue(bias=biases[rng.integers(3)], alpha=1.0,
+                                activation=[None, "relu", "gelu"][rng.integers(3)])
+        out, ab = _Ptr(int(rng.choice([0, 8]))), _Ptr(int(rng.choice([0, 2])))
+        call = Call(ab, ab, out, m, n, k, cfg, DEV, epi)
+        fresh = v5._defines_for(call)
+        for _ in range(2):
+            got = v5.defines_for(call)
+            assert got == fresh, (m, n, k, cfg, epi, out.data.ptr, ab.data.ptr)
+            got["BM"] = -1  # the caller's dict, not the cache's
+    # the same shape, the pointers deciding: C misaligned is stored directly, A misaligned copied
+    aligned = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), 4096, 4096, 4096, V5.defines, DEV, contract.PLAIN))
+    direct = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(8), 4096, 4096, 4096, V5.defines, DEV, contract.PLAIN))
+    copied = v5.defines_for(Call(_Ptr(2), _Ptr(0), _Ptr(0), 4096, 4096, 4096, V5.defines, DEV, contract.PLAIN))
+    assert (aligned["TMA_STORE"], direct["TMA_STORE"]) == (1, 0)
+    assert (aligned["AFTER_COPY"], copied["AFTER_COPY"]) == (0, 1)
+
+
 @pytest.mark.hopper
 def test_edge_shift_writes_the_same_bits_as_the_tiles_it_moves(runnable):
     """EDGE_SHIFT=1 on shapes with tails: right against float64 with every epilogue case, and, as

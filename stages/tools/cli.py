@@ -230,7 +230,7 @@ def cmd_bench(args) -> int:
         if no_gpu:
             print("nothing was measured: no record written")
             return 0
-        record = bench.run_overhead([n for n in names if n != "cpu_numba"], calls=args.calls)
+        record = bench.run_overhead([n for n in names if n != "cpu_numba"], calls=args.calls, shapes=args.shape)
         rows = [[e["stage"], f"{e['m']}x{e['n']}x{e['k']}",
                  f"{e['us_per_call']:.1f}" if e["status"] == "ok" else "",
                  f"{e['ratio_cupy_matmul']:.2f}" if e["status"] == "ok" else "",
@@ -449,8 +449,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--reps", type=int, default=30, help="timed repeats per stage and shape (>= 20 recommended)")
     b.add_argument("--warmup", type=int, default=5, help="untimed launches before the timed ones")
     b.add_argument("--overhead", action="store_true",
-                   help=f"instead: host time per gemm() call, back to back at {'x'.join(map(str, bench.OVERHEAD_SHAPE))}, "
-                        "against cupy.matmul")
+                   help=f"instead: host time per gemm() call, back to back at {'x'.join(map(str, bench.OVERHEAD_SHAPE))} "
+                        "(or each --shape), against cupy.matmul")
     b.add_argument("--calls", type=int, default=1000, help="calls per round with --overhead")
     b.add_argument("--epilogue", type=_epilogue_arg, action="append", metavar="SPEC",
                    help="time the fused epilogue y = act(alpha*(a@b.T) + bias) instead of the plain GEMM "

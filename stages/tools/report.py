@@ -112,12 +112,15 @@ def overhead_table(recs: list[dict]) -> str:
     if rec is None:
         return "No call-overhead measurement published yet (`python -m stages bench --overhead --publish` on a GPU)."
     rows = [e for e in rec["results"] if e.get("status") == "ok"]
-    m, n, k = rows[0]["m"], rows[0]["n"], rows[0]["k"]
-    out = [f"| {m}×{n}×{k}, {rows[0]['calls']} calls back to back | host µs per call | × cupy.matmul | kernel µs |",
+    shapes = list(dict.fromkeys((e["m"], e["n"], e["k"]) for e in rows))
+    out = [f"| {rows[0]['calls']} calls back to back | host µs per call | × cupy.matmul | kernel µs |",
            "|---|---|---|---|"]
-    for e in rows:
-        kernel = f"{e['kernel_us']:.1f}" if e.get("kernel_us") else "–"
-        out.append(f"| {e['stage']} | {e['us_per_call']:.1f} | {e['ratio_cupy_matmul']:.2f} | {kernel} |")
+    for m, n, k in shapes:
+        out.append(f"| **{m}×{n}×{k}** | | | |")
+        for e in rows:
+            if (e["m"], e["n"], e["k"]) == (m, n, k):
+                kernel = f"{e['kernel_us']:.1f}" if e.get("kernel_us") else "–"
+                out.append(f"| {e['stage']} | {e['us_per_call']:.1f} | {e['ratio_cupy_matmul']:.2f} | {kernel} |")
     g = rec["env"]["gpu"]
     out.append("")
     out.append(f"{g['name']}, CuPy {rec['env']['versions']['cupy']}, commit {str(rec['env']['git_commit'])[:10]}, "

@@ -541,7 +541,38 @@ def c_path(m: int, n: int, out_ptr: int) -> str:
     return "tma" if n % 8 == 0 and out_ptr % 16 == 0 else "direct"
 
 
+# Host time per call: the rule and the helpers around it (shape_config, streamk_pays, _workers,
+# l2_hint, ...) ask `_auto` some thirty times for one call's defines, each a cached lookup but
+# together 80-140 us of Python per call on this repository's 2-core CI host. A Linear layer calls
+# the same few shapes again and again: what a call's shape, configuration, epilogue and pointer
+# alignment decide is decided once (`_decided`) and looked up after that. Bounded, like the
+# harness's launch cache: a workload of ever-new shapes cannot grow it.
+_DECIDED: dict = {}
+
+
+def _decided(key: tuple, decide):
+    hit = _DECIDED.get(key)
+    if hit is None:
+        if len(_DECIDED) > 4096:
+            _DECIDED.clear()
+        hit = _DECIDED[key] = decide()
+    return hit
+
+
+def _aligned16(*arrays) -> bool:
+    return all(x is None or x.data.ptr % 16 == 0 for x in arrays)
+
+
 def defines_for(call: Call) -> dict:
+    """The per-call defines (`_defines_for`), decided once per shape, configuration, epilogue and
+    alignment of the pointers (`_decided`)."""
+    epi = call.epilogue
+    key = ("defines", call.m, call.n, call.k, call.dev, tuple(call.cfg.items()), epi.activation,
+           None if epi.bias is None else epi.bias.dtype.str, _aligned16(call.out), _aligned16(call.a, call.b))
+    return dict(_decided(key, lambda: _defines_for(call)))
+
+
+def _defines_for(call: Call) -> dict:
     # Compile-time, per call: the tile (accumulator size, shared memory), the epilogue and the
     # store path, so the plain GEMM on a TMA-friendly C is v4's kernel plus tails and nothing
     # else. Kernel arguments: alpha, the split count. Each distinct set compiles once (disk
@@ -671,13 +702,20 @@ def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
         (workers - rem) * cdiv(k, 64) >= SK_MIN_IDLE * workers
 
 
-def streamk_scratch(call: Call, bm: int, bn: int) -> tuple:
-    """(partials, flags) for v4's stream-K fixup where the kernel splits the last wave
-    (streamk_pays, the kernel's own rule), else two null pointers."""
+def streamk_slots(call: Call, bm: int) -> int:
+    """The 64-row fp32 partial slots v4's stream-K fixup needs where the kernel splits the last
+    wave (streamk_pays, the kernel's own rule): one per consumer warpgroup of every block; else 0."""
     if not streamk_pays(call.m, call.n, call.k, call.cfg, call.dev):
-        return _NULL, _NULL
+        return 0
     cluster = call.cfg["CLUSTER_M"] * call.cfg["CLUSTER_N"]
-    slots = _workers(call.m, call.n, call.k, call.cfg, call.dev)[1] * cluster * (bm // 64)
+    return _workers(call.m, call.n, call.k, call.cfg, call.dev)[1] * cluster * (bm // 64)
+
+
+def streamk_scratch(slots: int, bn: int) -> tuple:
+    """(partials, flags) for `slots` partial tiles of 64 x BN (streamk_slots), or two null
+    pointers where there are none."""
+    if not slots:
+        return _NULL, _NULL
     part_bytes = slots * 64 * bn * 4
     buf = gpu.stream_scratch(part_bytes + 4 * slots, "v5_fused_epilogue")
     return buf[:part_bytes].view(np.float32), buf[part_bytes:part_bytes + 4 * slots].view(np.uint32)
@@ -722,22 +760,33 @@ def copies(call: Call) -> bool:
     return copies_by_shape(call.m, call.n, call.k, call.cfg) or misaligned
 
 
+def _plan_shape(call: Call, copy: bool) -> tuple[int, int, int, int, int, int]:
+    """What `plan` takes from the rule for a call (decided once: `_decided`): (BM, BN, splits,
+    the K the kernel runs, stream-K's partial slots, the L2 promotion of A's and B's maps)."""
+    m, n, k, c, dev = call.m, call.n, call.k, call.cfg, call.dev
+    bm, bn, _, splits = shape_config(m, n, k, c, dev)
+    k_run = padded_k(k, c) if copy else k
+    # (the promotion for the call's M and N: before any swap)
+    return bm, bn, splits, k_run, streamk_slots(call, bm), l2_promotion(m, n, k_run, c, dev)
+
+
 def plan(call: Call, kernels) -> list:
     """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction kernel, where
     SPLIT_FIXUP=0: with 1 the main kernel sums the splits itself]."""
     cp = gpu.cupy()
     m, n, k, epi = call.m, call.n, call.k, call.epilogue
-    bm, bn, _, splits = shape_config(m, n, k, call.cfg, call.dev)
+    copy = copies(call)
+    bm, bn, splits, k_run, sk_slots, promo = _decided(
+        ("plan", m, n, k, call.dev, tuple(call.cfg.items()), copy), lambda: _plan_shape(call, copy))
     steps = []
-    a, b, k_run = call.a, call.b, k
-    if copies(call):
+    a, b = call.a, call.b
+    if copy:
         # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
         # Costs one read and write of A and B per call (README: "Where TMA cannot go"). PAD_K = 64
         # pads the rows to whole 128-byte lines while copying anyway (8 would do for TMA; the rows
         # would then be misaligned, README "Clusters: B shared at large shapes ..."). One launch
         # copies both; the main kernel is its programmatic dependent where PDL=1 (defines_for's
         # AFTER_COPY, which makes the kernel wait for the copy).
-        k_run = padded_k(k, call.cfg)
         a_pad, b_pad = cp.empty((m, k_run), cp.float16), cp.empty((n, k_run), cp.float16)
         blocks = min(cdiv(m + n, PAD_WARPS), 8 * call.dev.sm_count)
         steps.append(kernels.launcher((a, b, a_pad, b_pad, np.int32(m), np.int32(n), np.int32(k), np.int32(k_run)),
@@ -749,13 +798,12 @@ def plan(call: Call, kernels) -> list:
     bias = epi.bias if epi.bias is not None else _NULL
     ldw = n + n % 2
     ws = cp.empty((splits, m, ldw), cp.float32) if splits > 1 else _NULL
-    sk_part, flags = streamk_scratch(call, bm, bn)
+    sk_part, flags = streamk_scratch(sk_slots, bn)
     fixup = splits > 1 and call.cfg["SPLIT_FIXUP"]
     if fixup:  # one arrival counter per tile, left at zero by the unit that completes the tile
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
     # multicasts them to the CTAs on its tile column and row)
-    promo = l2_promotion(call.m, call.n, k_run, call.cfg, call.dev)  # (the call's M and N: before any swap)
     args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo),
             tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
