@@ -1,7 +1,8 @@
 """Where a stage's host time per gemm() call goes: cProfile over back-to-back calls at one shape.
 
-`python -m stages bench --overhead` says how long a call takes on the host; this says in which
-functions (the checks, the stage's per-call defines and plan, the launch). The GPU runs the calls
+`python -m stages bench --overhead` says how long a call takes on the host; this splits it into
+`prepare` (the checks, the stage's per-call defines and plan) and the launch it returns, and
+says in which functions the time goes. The GPU runs the calls
 as usual; a kernel slower than the host's path makes the host wait in the launch, which shows up
 as time in the launch call (`cuLaunchKernel` and CuPy's wrappers), not in the Python above it.
 
@@ -25,6 +26,7 @@ p.add_argument("stage")
 p.add_argument("--shape", action="append", required=True, help="MxNxK, repeatable")
 p.add_argument("--calls", type=int, default=2000)
 p.add_argument("--top", type=int, default=25)
+p.add_argument("--no-profile", action="store_true", help="the three timings only")
 p.add_argument("--epilogue", default="", help="'bias+gelu' style: profile the fused call")
 args = p.parse_args()
 
@@ -49,6 +51,21 @@ for spec in args.shape:
         st.gemm(a, b, out=out, **kw)
     host = (time.perf_counter() - t0) / args.calls * 1e6
     cp.cuda.get_current_stream().synchronize()
+    ready = st.prepare(a, b, out, **kw)
+    t0 = time.perf_counter()
+    for _ in range(args.calls):
+        st.prepare(a, b, out, **kw)
+    prep = (time.perf_counter() - t0) / args.calls * 1e6
+    cp.cuda.get_current_stream().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(args.calls):
+        ready()
+    launch = (time.perf_counter() - t0) / args.calls * 1e6
+    cp.cuda.get_current_stream().synchronize()
+    print(f"===== {st.name} {m}x{n}x{k} {args.epilogue or 'plain'}: host us per call, {args.calls} calls: "
+          f"gemm {host:.1f}, prepare alone {prep:.1f}, the prepared launch alone {launch:.1f}")
+    if args.no_profile:
+        continue
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.calls):
@@ -57,6 +74,5 @@ for spec in args.shape:
     cp.cuda.get_current_stream().synchronize()
     s = io.StringIO()
     pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(args.top)
-    print(f"===== {st.name} {m}x{n}x{k} {args.epilogue or 'plain'}: {host:.1f} us per call on the host "
-          f"(unprofiled, {args.calls} calls); cProfile, sorted by own time:")
+    print("cProfile of the gemm calls, sorted by own time:")
     print(s.getvalue())

@@ -588,7 +588,20 @@ case ${1:-} in
     run overhead-after 200 python3 -m stages bench --overhead $OVH --calls 300 --publish
     run profile-v5 90 python3 scripts/call_profile.py v5_fused_epilogue --shape 256x256x256 --shape 16x14336x4096 --calls 1000
     run profile-v4 40 python3 scripts/call_profile.py v4_swizzle_pipeline --shape 256x256x256 --calls 1000 ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath"; exit 2 ;;
+  hostparts)   # (issue 13) host time per call split into prepare and launch, the code before (scratch_old/: eddf90a's
+               # stages/) and after, alternating three times (the device's host varies between runs), then where it goes
+    for i in 1 2 3; do
+      for tree in scratch_old .; do
+        for st in v5_fused_epilogue v4_swizzle_pipeline cublas; do
+          SH="--shape 256x256x256"; [ $st = v5_fused_epilogue ] && SH="$SH --shape 16x14336x4096 --shape 1000x1000x1000"
+          name=new; [ $tree = scratch_old ] && name=old
+          run "parts-$i-$name-$st" 40 env PYTHONPATH=$tree:. python3 scripts/call_profile.py $st $SH --calls 1000 --no-profile
+        done
+      done
+    done
+    grep -h "=====" "$LOGS"/parts-*.log > "$LOGS/parts-summary.txt"
+    run profile-v5 60 python3 scripts/call_profile.py v5_fused_epilogue --shape 16x14336x4096 --calls 1000 --top 40 ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath|hostparts"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .

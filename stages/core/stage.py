@@ -83,10 +83,10 @@ class Kernels:
     """The compiled module of one call's configuration, as a stage's `plan` hook sees it:
     `launcher(...)` returns a zero-argument step that enqueues one kernel of that module."""
 
-    __slots__ = ("_stage", "_dev", "_extra", "launch")
+    __slots__ = ("_stage", "_dev", "_extra", "_key", "launch")
 
-    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch):
-        self._stage, self._dev, self._extra, self.launch = stage, dev, extra, launch
+    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch, key: tuple = None):
+        self._stage, self._dev, self._extra, self.launch, self._key = stage, dev, extra, launch, key
 
     def launcher(self, args: tuple, kernel: str | None = None, grid=None, block=None,
                  dependent: bool = False) -> Callable[[], Any]:
@@ -95,7 +95,7 @@ class Kernels:
         dynamic shared memory: SMEM_SYMBOL sizes the stage's entry point only). `dependent=True`:
         a programmatic dependent launch of the step before it (core/pdl.py; the kernel must
         `griddepcontrol.wait` before it reads that step's output)."""
-        fn, smem = self._stage._function(self._dev, self._extra, kernel)
+        fn, smem = self._stage._function(self._dev, self._extra, kernel, self._key)
         if dependent:
             return pdl.dependent_launcher(fn, grid or self.launch.grid, block or self.launch.block, args, smem)
         return functools.partial(fn, grid or self.launch.grid, block or self.launch.block, args, shared_mem=smem)
@@ -242,9 +242,10 @@ class KernelStage:
             dev = self._devices.setdefault(dev_id, gpu.require(self.requires, self.name))
         return dev
 
-    def _function(self, dev: DeviceInfo, extra: dict, kernel: str | None = None):
-        """(function, dynamic shared memory) of an entry point of this configuration's module."""
-        key = (dev.id, tuple(sorted(extra.items())), kernel)
+    def _function(self, dev: DeviceInfo, extra: dict, kernel: str | None = None, extra_key: tuple = None):
+        """(function, dynamic shared memory) of an entry point of this configuration's module.
+        extra_key: `tuple(sorted(extra.items()))`, where the caller has it already."""
+        key = (dev.id, tuple(sorted(extra.items())) if extra_key is None else extra_key, kernel)
         hit = self._functions.get(key)
         if hit is None:
             with self._lock:  # two host threads asking at once compile and load once
@@ -287,9 +288,9 @@ class KernelStage:
             call.cfg = {**self.defines, **extra}
         key_extra = tuple(sorted(extra.items())) if extra else ()
         launch = self._launch(m, n, k, dev, extra, key_extra)
-        fn, smem = self._function(dev, extra)  # compiled and loaded before anything is allocated
+        fn, smem = self._function(dev, extra, None, key_extra)  # compiled and loaded before anything is allocated
         if self.plan is not None:
-            return Prepared(self.plan(call, Kernels(self, dev, extra, launch)), out)
+            return Prepared(self.plan(call, Kernels(self, dev, extra, launch, key_extra)), out)
         return Prepared((functools.partial(fn, launch.grid, launch.block, self.arguments(call), shared_mem=smem),), out)
 
     def gemm(self, a, b, out=None, *, bias=None, alpha=1.0, activation=None):
