@@ -2,9 +2,9 @@
 
 `python -m stages bench --overhead` says how long a call takes on the host; this splits it into
 `prepare` (the checks, the stage's per-call defines and plan) and the launch it returns, and
-says in which functions the time goes. The GPU runs the calls
-as usual; a kernel slower than the host's path makes the host wait in the launch, which shows up
-as time in the launch call (`cuLaunchKernel` and CuPy's wrappers), not in the Python above it.
+says in which functions the time goes. The GPU runs the calls as usual; should the launch queue
+fill (kernels slower than the call path, enough calls queued), the host's wait shows up as time
+in the launch (CuPy's call of cuLaunchKernel), not in the Python above it.
 
     PYTHONPATH=. python3 scripts/call_profile.py v5_fused_epilogue --shape 16x14336x4096 [--calls 2000]
 """

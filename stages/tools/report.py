@@ -124,8 +124,9 @@ def overhead_table(recs: list[dict]) -> str:
     g = rec["env"]["gpu"]
     out.append("")
     out.append(f"{g['name']}, CuPy {rec['env']['versions']['cupy']}, commit {str(rec['env']['git_commit'])[:10]}, "
-               f"{rec['env']['date'][:10]}; best of {rec['settings'].get('rounds', '?')} rounds; a kernel slower "
-               f"than its call path makes the host wait (kernel µs shows when); record [{Path(rec['_path']).name}]"
+               f"{rec['env']['date'][:10]}; best of {rec['settings'].get('rounds', '?')} rounds; host µs is the call "
+               f"path's while the launch queue has room, kernel µs one launch's GPU time (median of 20 back "
+               f"to back, L2 not flushed); record [{Path(rec['_path']).name}]"
                f"({rec['_path']}).")
     return "\n".join(out)
 
