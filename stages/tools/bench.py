@@ -254,8 +254,8 @@ def run_overhead(stage_names, shape=OVERHEAD_SHAPE, calls: int = 1000, progress:
     `shapes`), beside `cupy.matmul(a, b.T, out=o)` (the yardstick a user already has). Every check
     stays in the path: this is `stage.gemm(a, b, out=o)` exactly as a user calls it. Where the
     kernel takes longer than its call path, the launch queue fills once enough calls are queued
-    and then the host waits for the kernels (1,000 of v0_naive's 3.9 ms launches did not fill it
-    on the H200: results/20261202T001005); `kernel_us` beside it says which is longer."""
+    and then the host waits for the kernels (1,000 launches of the first stage, 3.9 ms each, did
+    not fill it on the H200: results/20261202T001005); `kernel_us` beside it says which is longer."""
     record = records.new_record("overhead", settings={"calls": calls, "rounds": 5, "statistic": "best round"})
     ok, why = gpu.available()
     objs = [stages.get(s) if isinstance(s, str) else s for s in stage_names]

@@ -542,11 +542,12 @@ def c_path(m: int, n: int, out_ptr: int) -> str:
 
 
 # Host time per call: the rule and the helpers around it (shape_config, streamk_pays, _workers,
-# l2_hint, ...) ask `_auto` some thirty times for one call's defines, each a cached lookup but
-# together 80-140 us of Python per call on this repository's 2-core CI host. A Linear layer calls
-# the same few shapes again and again: what a call's shape, configuration, epilogue and pointer
-# alignment decide is decided once (`_decided`) and looked up after that. Bounded, like the
-# harness's launch cache: a workload of ever-new shapes cannot grow it.
+# l2_hint, ...) ask `_auto` some thirty times for one call's defines, each a cached lookup, but
+# together a gemm() call took 110-190 us on the H200's host, 41-71 us with this
+# (results/probes/20261201T235930-nvidia-h200-hostparts-probe.json; README "The call on the
+# host"). A Linear layer calls the same few shapes again and again: what a call's shape,
+# configuration, epilogue and pointer alignment decide is decided once (`_decided`) and looked
+# up after that. Bounded, like the harness's launch cache: ever-new shapes cannot grow it.
 _DECIDED: dict = {}
 
 
