@@ -216,6 +216,25 @@ def test_records_round_trip_and_feed_the_tables(tmp_path):
     assert json.loads(path.read_text())["env"]["gpu"]["name"] == "NVIDIA H200"
 
 
+def test_overhead_table_groups_rows_by_shape():
+    """`bench --overhead --shape ...` records several shapes: each its own block of rows, the
+    skipped ones left out, the first shape first."""
+    rec = dict(_record(), kind="overhead", settings={"calls": 1000, "rounds": 5}, _path="results/o.json")
+    row = {"calls": 1000, "status": "ok", "reason": ""}
+    rec["results"] = [
+        {"stage": "cupy.matmul", "m": 256, "n": 256, "k": 256, "us_per_call": 20.0, "ratio_cupy_matmul": 1.0, **row},
+        {"stage": "v5_fused_epilogue", "m": 256, "n": 256, "k": 256, "us_per_call": 40.0,
+         "ratio_cupy_matmul": 2.0, "kernel_us": 9.0, **row},
+        {"stage": "cupy.matmul", "m": 16, "n": 14336, "k": 4096, "us_per_call": 25.0, "ratio_cupy_matmul": 1.0, **row},
+        {"stage": "v4_swizzle_pipeline", "m": 16, "n": 14336, "k": 4096, "status": "skipped", "reason": "shape"},
+        {"stage": "v5_fused_epilogue", "m": 16, "n": 14336, "k": 4096, "us_per_call": 50.0,
+         "ratio_cupy_matmul": 2.0, "kernel_us": 33.0, **row}]
+    lines = report.overhead_table([rec]).splitlines()
+    assert lines[2] == "| **256×256×256** | | | |" and lines[5] == "| **16×14336×4096** | | | |"
+    assert lines[4] == "| v5_fused_epilogue | 40.0 | 2.00 | 9.0 |" and lines[7] == "| v5_fused_epilogue | 50.0 | 2.00 | 33.0 |"
+    assert not any("v4_swizzle_pipeline" in line for line in lines)
+
+
 def test_cpu_table_links_are_relative_to_their_file():
     recs = [dict(_record(), _path="results/r.json")]
     rel = "results/r.json"
