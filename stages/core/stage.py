@@ -85,7 +85,7 @@ class Kernels:
 
     __slots__ = ("_stage", "_dev", "_extra", "_key", "launch")
 
-    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch, key: tuple = None):
+    def __init__(self, stage: "KernelStage", dev: DeviceInfo, extra: dict, launch: Launch, key: tuple | None = None):
         self._stage, self._dev, self._extra, self.launch, self._key = stage, dev, extra, launch, key
 
     def launcher(self, args: tuple, kernel: str | None = None, grid=None, block=None,
@@ -242,7 +242,7 @@ class KernelStage:
             dev = self._devices.setdefault(dev_id, gpu.require(self.requires, self.name))
         return dev
 
-    def _function(self, dev: DeviceInfo, extra: dict, kernel: str | None = None, extra_key: tuple = None):
+    def _function(self, dev: DeviceInfo, extra: dict, kernel: str | None = None, extra_key: tuple | None = None):
         """(function, dynamic shared memory) of an entry point of this configuration's module.
         extra_key: `tuple(sorted(extra.items()))`, where the caller has it already."""
         key = (dev.id, tuple(sorted(extra.items())) if extra_key is None else extra_key, kernel)
