@@ -561,6 +561,7 @@ def _decided(key: tuple, decide):
 
 
 def _aligned16(*arrays) -> bool:
+    """Whether every array's base is 16-byte aligned (None, a Call without operands: aligned)."""
     return all(x is None or x.data.ptr % 16 == 0 for x in arrays)
 
 
@@ -757,8 +758,7 @@ def edge_shift(m: int, n: int, k: int, c: dict, dev, streamk: bool | None = None
 def copies(call: Call) -> bool:
     """Whether this call copies A and B into padded rows first: for its shape, or for a base that
     is not 16-byte aligned (a Call without operands, as the probes build, counts as aligned)."""
-    misaligned = any(x is not None and x.data.ptr % 16 for x in (call.a, call.b))
-    return copies_by_shape(call.m, call.n, call.k, call.cfg) or misaligned
+    return copies_by_shape(call.m, call.n, call.k, call.cfg) or not _aligned16(call.a, call.b)
 
 
 def _plan_shape(call: Call, copy: bool) -> tuple[int, int, int, int, int, int]:
