@@ -19,7 +19,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
+          "STAGGER": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -520,6 +521,7 @@ def check_config(c: dict) -> None:
         (c["EDGE_SHIFT"] in (-1, 0, 1), "EDGE_SHIFT -1 (by shape: edge_shift), 0 (never) or 1 (a partial last tile row or column moved back to end within 7 rows of C's edge wherever no stream-K splits a unit)"),
         (c["TMAP_PREFETCH"] in (0, 1), "TMAP_PREFETCH 0 or 1 (1: prefetch.tensormap of the maps before the barriers are set up)"),
         (c["L2_HINT"] in (-1, 0, 1, 2), "L2_HINT -1 (by shape: l2_hint), 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
+        (c["STAGGER"] in (0, 1, 2, 3), "STAGGER 0, 1, 2 or 3 (the k-blocks the second consumer warpgroup of a 128-row tile starts behind the first)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
         (c["SPLIT_CLUSTER"] in (0, 1, 2, 4, 8), "SPLIT_CLUSTER 0 (the rule's), 1 (none), 2, 4 or 8 (the CTAs of a cluster that split one tile's K, AUTO=0)"),
@@ -594,6 +596,7 @@ def _defines_for(call: Call) -> dict:
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(m, n, k, c, dev) if tma_c and not overlap else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
+            "STAGGER": stagger(m, n, k, c, dev) if not overlap else 0,
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
             "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev, bool(streamk)),
@@ -632,6 +635,19 @@ def epi_overlap(m: int, n: int, k: int, c: dict, dev) -> int:
     ok = (bm, bn) == (128, 256) and splits == 1 and d < stages and cdiv(k, 64) >= 2 * d \
         and not streamk_pays(m, n, k, c, dev)
     return d if ok else 0
+
+
+# STAGGER (kernel.cu): the second consumer warpgroup of a 128-row tile starts d k-blocks behind
+# the first, so that each one's epilogue runs under the other's wgmmas. Two consumer warpgroups
+# (BM 128), no split of K in a cluster, d < STAGES.
+def stagger(m: int, n: int, k: int, c: dict, dev) -> int:
+    """STAGGER for this call: as configured where the tile has 128 rows, K is not split in a
+    cluster and the ring has more than STAGGER buffers, else 0."""
+    d = c["STAGGER"]
+    if not d:
+        return 0
+    bm, _, stages, _ = shape_config(m, n, k, c, dev)
+    return d if bm == 128 and d < stages and split_cluster(m, n, k, c, dev) <= 1 else 0
 
 
 def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:

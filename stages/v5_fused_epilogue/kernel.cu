@@ -239,6 +239,21 @@
 #if OVERLAP && (BN != 256 || BM != 128 || !TMA_STORE || PARTIAL || STREAMK || OVERLAP >= STAGES)
 #error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
 #endif
+// STAGGER=d > 0 (two consumer warpgroups): warpgroup 1 starts its first k-block only once
+// warpgroup 0 has issued d of them (or finished its first unit), and nothing after that makes
+// the two meet again: each tile's epilogue of one warpgroup then runs while the other one's
+// wgmmas keep the tensor cores busy (the same two warpgroups on one 128-row tile, B shared; not
+// two tiles as in ping-pong). The ring's buffers hold the lag: warpgroup 0 runs at most STAGES - 1
+// k-blocks ahead of the buffers warpgroup 1 still reads. With a bias the tile's staged copy is
+// handed from warpgroup 0 (which loads and writes all of it) to warpgroup 1 by two mbarriers
+// (bias_full, bias_free) instead of the consumers' named barrier, which would re-align them.
+#ifndef STAGGER
+#define STAGGER 0
+#endif
+#if STAGGER && (CONSUMERS != 2 || OVERLAP || SPLIT_CLUSTER > 1 || STAGGER >= STAGES)
+#error "STAGGER needs two consumer warpgroups (BM 128), no EPI_OVERLAP, no SPLIT_CLUSTER and STAGGER < STAGES"
+#endif
+#define BIAS_HANDOFF (STAGGER && BIAS_BYTES)
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
@@ -248,7 +263,7 @@
 // warpgroup each (thread i's float4 j at [j * 128 + i], the layout the sender holds in registers)
 #define RED_WG_BYTES (64 * BN * 4)
 #define RED_BYTES ((SPLIT_CLUSTER - 1) * CONSUMERS * RED_WG_BYTES)
-#define BAR_BYTES (2 * 8 * STAGES + (SPLIT_CLUSTER > 1 ? 16 : 0))  // a full and an empty mbarrier per buffer (+ the partials')
+#define BAR_BYTES (2 * 8 * STAGES + (SPLIT_CLUSTER > 1 || BIAS_HANDOFF ? 16 : 0))  // a full and an empty mbarrier per buffer (+ the partials' or the bias's)
 
 // Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
 // slack to align them to the 1024-byte swizzle period, then the barriers. With the defaults:
@@ -308,6 +323,15 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned phase) {
 // Named barrier among `count` threads (id 0 is __syncthreads'): the consumer warpgroup alone.
 __device__ __forceinline__ void named_bar_sync(unsigned id, unsigned count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// Arrive on a named barrier without waiting (STAGGER: warpgroup 0 lets warpgroup 1 start).
+__device__ __forceinline__ void named_bar_arrive(unsigned id, unsigned count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// An arrival that orders this thread's earlier shared-memory accesses before the phase completes
+// (release, CTA scope: the bias handoff's).
+__device__ __forceinline__ void mbar_arrive_release(unsigned bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
@@ -649,8 +673,11 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 }
 #define FUSED (ACT != 0 || BIAS != 0)
 #define CONSUMER_THREADS (128 * CONSUMERS)
-#define BIAS_PER_THREAD ((BIAS_LEN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
 #define BAR_CONSUMERS (CONSUMERS == 3 ? 4 : 3)  // named barrier of all consumer threads (1 .. CONSUMERS: one warpgroup each)
+#define BAR_STAGGER 5                           // STAGGER: warpgroup 1 waits there for warpgroup 0's arrival
+// The bias's loaders: every consumer thread, or (BIAS_HANDOFF) warpgroup 0's alone.
+#define BIAS_LOADERS (BIAS_HANDOFF ? 128 : CONSUMER_THREADS)
+#define BIAS_PER_LOADER ((BIAS_LEN + BIAS_LOADERS - 1) / BIAS_LOADERS)
 // The bias of column col from global memory, as fp32 (0 past the last column).
 __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
 #if BIAS == 1
@@ -1004,6 +1031,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const unsigned empty_bar = full_bar + STAGES * 8;              // STAGES x 8 bytes
   [[maybe_unused]] const unsigned red_full = empty_bar + STAGES * 8;   // SPLIT_CLUSTER: partials in
   [[maybe_unused]] const unsigned red_empty = red_full + 8;            // ... and read by rank 0
+  [[maybe_unused]] const unsigned bias_full = red_full;                // BIAS_HANDOFF (no SPLIT_CLUSTER): staged
+  [[maybe_unused]] const unsigned bias_free = red_full + 8;            // ... and read by warpgroup 1
 
   // A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
   // and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
@@ -1043,6 +1072,10 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if SPLIT_CLUSTER > 1
     mbar_init(red_full, (SPLIT_CLUSTER - 1) * CONSUMER_THREADS);  // (rank 0's) every sending thread
     mbar_init(red_empty, 1);                                       // (ranks 1..) rank 0 has read them
+#endif
+#if BIAS_HANDOFF
+    mbar_init(bias_full, 128);  // every thread of warpgroup 0 has written its share
+    mbar_init(bias_free, 128);  // every thread of warpgroup 1 has read the tile's bias
 #endif
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1205,6 +1238,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       store_pass(h, x, y);
     };
 #endif
+#if STAGGER
+    int stagger_left = wg == 0 ? STAGGER : 0;  // k-blocks warpgroup 0 issues before warpgroup 1 starts
+    if (wg == 1) named_bar_sync(BAR_STAGGER, CONSUMER_THREADS);
+#endif
+#if BIAS_HANDOFF
+    int bias_tiles = 0;  // tiles whose bias went through the handoff (its barriers' phase)
+#endif
     Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
     for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
@@ -1215,12 +1255,14 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
       // The tile's bias: each consumer thread loads its share now, the loads complete during the
-      // mainloop, and the values reach shared memory after it (BIAS_PER_THREAD registers held).
-      float bias_reg[BIAS_PER_THREAD];
+      // mainloop, and the values reach shared memory after it (BIAS_PER_LOADER registers held).
+      float bias_reg[BIAS_PER_LOADER];
+      const int bias_tid = BIAS_HANDOFF ? threadIdx.x % 128 : consumer_tid;
 #pragma unroll
-      for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        bias_reg[i] = SWAP_AB ? bias_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
-                              : bias_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
+      for (int i = 0; i < BIAS_PER_LOADER; ++i)
+        bias_reg[i] = (BIAS_HANDOFF && wg != 0) ? 0.0f
+                    : SWAP_AB ? bias_at(bias, block_m + bias_tid + i * BIAS_LOADERS, M)
+                              : bias_at(bias, block_n + bias_tid + i * BIAS_LOADERS, N);
 #endif
 
       int kt = kt0, kt_end = kt1;
@@ -1268,6 +1310,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
 #endif
         wgmma_commit();
+#if STAGGER
+        if (stagger_left > 0 && --stagger_left == 0) named_bar_arrive(BAR_STAGGER, CONSUMER_THREADS);
+#endif
 #if DEFER
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
         // k-blocks of them, or all of a shorter piece).
@@ -1304,6 +1349,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #else
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
+#endif
+#if STAGGER
+      // (a first unit shorter than STAGGER k-blocks: warpgroup 1 starts now, or the bias
+      // handoff below would wait for it forever)
+      if (stagger_left > 0) { stagger_left = 0; named_bar_arrive(BAR_STAGGER, CONSUMER_THREADS); }
 #endif
 
 #if STREAMK && !PARTIAL
@@ -1459,12 +1509,24 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
 #else
       // ---- fused epilogue: alpha, bias and the activation on the fp32 accumulators, in place ----
-#if BIAS_BYTES
+#if BIAS_HANDOFF
+      // Stage the bias, handed over: warpgroup 0 writes all of it once warpgroup 1 has read the
+      // previous tile's (bias_free), and both read it once it is whole (bias_full).
+      if (wg == 0) {
+        if (bias_tiles > 0) mbar_wait(bias_free, (bias_tiles - 1) & 1);
+#pragma unroll
+        for (int i = 0; i < BIAS_PER_LOADER; ++i)
+          if (bias_tid + i * BIAS_LOADERS < BIAS_LEN)
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (bias_tid + i * BIAS_LOADERS)), "f"(bias_reg[i]) : "memory");
+        mbar_arrive_release(bias_full);
+      }
+      mbar_wait(bias_full, bias_tiles & 1);
+#elif BIAS_BYTES
       // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
       // before it is overwritten, and all of it is written before anyone reads (second).
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
-      for (int i = 0; i < BIAS_PER_THREAD; ++i)
+      for (int i = 0; i < BIAS_PER_LOADER; ++i)
         if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
           asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_reg[i]) : "memory");
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
@@ -1543,6 +1605,10 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
       });
 #endif  // TMA_STORE
+#if BIAS_HANDOFF
+      if (wg == 1) mbar_arrive_release(bias_free);  // this tile's bias has been read
+      ++bias_tiles;
+#endif
 #endif  // PARTIAL
     }
 #if DEFER
