@@ -239,12 +239,13 @@
 #if OVERLAP && (BN != 256 || BM != 128 || !TMA_STORE || PARTIAL || STREAMK || OVERLAP >= STAGES)
 #error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
 #endif
-// STAGGER=d > 0 (two consumer warpgroups): warpgroup 1 starts its first k-block only once
-// warpgroup 0 has issued d of them (or finished its first unit), and nothing after that makes
-// the two meet again: each tile's epilogue of one warpgroup then runs while the other one's
-// wgmmas keep the tensor cores busy (the same two warpgroups on one 128-row tile, B shared; not
-// two tiles as in ping-pong). The ring's buffers hold the lag: warpgroup 0 runs at most STAGES - 1
-// k-blocks ahead of the buffers warpgroup 1 still reads. With a bias the tile's staged copy is
+// STAGGER=d > 0 (two consumer warpgroups): warpgroup 1 starts each unit of at least STAGES
+// k-blocks only once warpgroup 0 has issued the unit's first d (an mbarrier, lead_bar), so
+// that each tile's epilogue of one warpgroup runs while the other one's wgmmas keep the tensor
+// cores busy (the same two warpgroups on one 128-row tile, B shared; not two tiles as in
+// ping-pong). The ring's buffers hold the lag: warpgroup 0 runs at most STAGES - 1 k-blocks
+// ahead of the buffers warpgroup 1 still reads, so it cannot finish a unit of STAGES k-blocks
+// or more before warpgroup 1 has started it (one arrival per phase, no parity ambiguity). With a bias the tile's staged copy is
 // handed from warpgroup 0 (which loads and writes all of it) to warpgroup 1 by two mbarriers
 // (bias_full, bias_free) instead of the consumers' named barrier, which would re-align them.
 #ifndef STAGGER
@@ -263,7 +264,7 @@
 // warpgroup each (thread i's float4 j at [j * 128 + i], the layout the sender holds in registers)
 #define RED_WG_BYTES (64 * BN * 4)
 #define RED_BYTES ((SPLIT_CLUSTER - 1) * CONSUMERS * RED_WG_BYTES)
-#define BAR_BYTES (2 * 8 * STAGES + (SPLIT_CLUSTER > 1 || BIAS_HANDOFF ? 16 : 0))  // a full and an empty mbarrier per buffer (+ the partials' or the bias's)
+#define BAR_BYTES (2 * 8 * STAGES + (SPLIT_CLUSTER > 1 ? 16 : 0) + (STAGGER ? 24 : 0))  // a full and an empty mbarrier per buffer (+ the partials', or STAGGER's bias_full, bias_free and lead_bar)
 
 // Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
 // slack to align them to the 1024-byte swizzle period, then the barriers. With the defaults:
@@ -323,10 +324,6 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned phase) {
 // Named barrier among `count` threads (id 0 is __syncthreads'): the consumer warpgroup alone.
 __device__ __forceinline__ void named_bar_sync(unsigned id, unsigned count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-// Arrive on a named barrier without waiting (STAGGER: warpgroup 0 lets warpgroup 1 start).
-__device__ __forceinline__ void named_bar_arrive(unsigned id, unsigned count) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 // An arrival that orders this thread's earlier shared-memory accesses before the phase completes
 // (release, CTA scope: the bias handoff's).
@@ -674,7 +671,6 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 #define FUSED (ACT != 0 || BIAS != 0)
 #define CONSUMER_THREADS (128 * CONSUMERS)
 #define BAR_CONSUMERS (CONSUMERS == 3 ? 4 : 3)  // named barrier of all consumer threads (1 .. CONSUMERS: one warpgroup each)
-#define BAR_STAGGER 5                           // STAGGER: warpgroup 1 waits there for warpgroup 0's arrival
 // The bias's loaders: every consumer thread, or (BIAS_HANDOFF) warpgroup 0's alone.
 #define BIAS_LOADERS (BIAS_HANDOFF ? 128 : CONSUMER_THREADS)
 #define BIAS_PER_LOADER ((BIAS_LEN + BIAS_LOADERS - 1) / BIAS_LOADERS)
@@ -1033,6 +1029,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   [[maybe_unused]] const unsigned red_empty = red_full + 8;            // ... and read by rank 0
   [[maybe_unused]] const unsigned bias_full = red_full;                // BIAS_HANDOFF (no SPLIT_CLUSTER): staged
   [[maybe_unused]] const unsigned bias_free = red_full + 8;            // ... and read by warpgroup 1
+  [[maybe_unused]] const unsigned lead_bar = red_full + 16;            // STAGGER: warpgroup 0 is d k-blocks in
 
   // A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
   // and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
@@ -1076,6 +1073,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if BIAS_HANDOFF
     mbar_init(bias_full, 128);  // every thread of warpgroup 0 has written its share
     mbar_init(bias_free, 128);  // every thread of warpgroup 1 has read the tile's bias
+#endif
+#if STAGGER
+    mbar_init(lead_bar, 4);     // one arrival per warp of warpgroup 0
 #endif
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1239,8 +1239,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     };
 #endif
 #if STAGGER
-    int stagger_left = wg == 0 ? STAGGER : 0;  // k-blocks warpgroup 0 issues before warpgroup 1 starts
-    if (wg == 1) named_bar_sync(BAR_STAGGER, CONSUMER_THREADS);
+    int leads = 0;  // units that warpgroup 1 started behind warpgroup 0 (lead_bar's phase)
 #endif
 #if BIAS_HANDOFF
     int bias_tiles = 0;  // tiles whose bias went through the handoff (its barriers' phase)
@@ -1266,6 +1265,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
 
       int kt = kt0, kt_end = kt1;
+#if STAGGER
+      const bool lead = kt1 - kt0 >= STAGES;  // (a shorter unit: both start at once)
+      if (lead && wg == 1) mbar_wait(lead_bar, leads & 1);
+      leads += lead;
+#endif
 #if OVERLAP
       // ---- overlap, head: half 0 of the first OVERLAP k-blocks, the last tile's half 1 epilogue
       // under them, then half 1 of the same k-blocks (their buffers held until then) -----------
@@ -1311,7 +1315,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
         wgmma_commit();
 #if STAGGER
-        if (stagger_left > 0 && --stagger_left == 0) named_bar_arrive(BAR_STAGGER, CONSUMER_THREADS);
+        if (lead && wg == 0 && kt == kt0 + STAGGER - 1 && lane == 0) mbar_arrive(lead_bar);
 #endif
 #if DEFER
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
@@ -1349,11 +1353,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #else
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
-#endif
-#if STAGGER
-      // (a first unit shorter than STAGGER k-blocks: warpgroup 1 starts now, or the bias
-      // handoff below would wait for it forever)
-      if (stagger_left > 0) { stagger_left = 0; named_bar_arrive(BAR_STAGGER, CONSUMER_THREADS); }
 #endif
 
 #if STREAMK && !PARTIAL
