@@ -10,7 +10,9 @@ work: x / (1 + 2^-x) per step (ex2.approx and rcp.approx: two MUFU and a few FMA
 instructions), 8 independent chains per thread. Timed with clock64 inside the block (SM cycles,
 the median over blocks and repeats; each warpgroup's time from a common start):
 
-  one         warpgroup 0 streams, warpgroup 1 idles
+  one         warpgroup 0 streams, warpgroup 1 idles (-narrow: each k-step two m64n128k16, A's
+              two 64-row halves against the warpgroup's own 128 rows of B: a 128 x 256 tile split
+              by columns instead of rows, 20% more shared-memory operand bytes per FLOP)
   two         both stream, each its own accumulators (the SM's wgmmas doubled)
   mufu        warpgroup 1 computes (sized to about `one`'s cycles), warpgroup 0 idles
   one+mufu    warpgroup 0 streams while warpgroup 1 computes
@@ -48,6 +50,14 @@ __device__ __forceinline__ void mma(float (&d)[128], unsigned long long da, unsi
                "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {ACC}, %128, %129, p, 1, 1, 0, 0;\n}\n"
                : ACC_OUT : "l"(da), "l"(db), "r"(1));
 }
+// m64n128k16: the accumulators' first or second half (NARROW: a warpgroup's 128 x 128 of a
+// 128 x 256 tile split by columns, two of these per k-step on A's two 64-row halves)
+template <int H>
+__device__ __forceinline__ void mma128(float (&d)[128], unsigned long long da, unsigned long long db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {ACC64}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+               : ACC64_OUT : "l"(da), "l"(db), "r"(1));
+}
 __device__ __forceinline__ float ex2(float v) { float r; asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
 __device__ __forceinline__ float rcp(float v) { float r; asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
 
@@ -76,10 +86,18 @@ two_groups(const __half* __restrict__ src, float* __restrict__ sink, long long* 
   if ((stream >> wg) & 1) {
     for (int kb = 0; kb < k_blocks; ++kb) {
       const unsigned stage = base + (kb % 4) * (128 + 256) * 128;  // 48 KiB per k-block, as v5's ring
-      const unsigned a = stage + wg * 64 * 128, b = stage + 128 * 128;
+      [[maybe_unused]] const unsigned a = stage + wg * 64 * 128, b = stage + 128 * 128;
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#if NARROW  // rows 0-63 and 64-127 of A against this warpgroup's 128 rows of B
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        mma128<0>(d, desc(stage + kk * 32), desc(b + wg * 128 * 128 + kk * 32));
+        mma128<1>(d, desc(stage + 64 * 128 + kk * 32), desc(b + wg * 128 * 128 + kk * 32));
+      }
+#else
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) mma(d, desc(a + kk * 32), desc(b + kk * 32));
+#endif
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
     }
@@ -102,6 +120,9 @@ two_groups(const __half* __restrict__ src, float* __restrict__ sink, long long* 
   if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + wg] = t1 - t0;
 }
 """.replace("{ACC}", "{" + ACC + "}").replace("ACC_OUT", ACC_OUT)
+# mma128<H>: registers d[64 H .. 64 H + 63]
+SRC = SRC.replace("{ACC64}", "{" + ", ".join(f"%{i}" for i in range(64)) + "}").replace(
+    "ACC64_OUT", ", ".join(f'"+f"(d[64 * H + {i}])' for i in range(64)))
 
 K_BLOCKS = 256  # k-blocks per launch: 4 m64n256k16 each per streaming warpgroup
 WGMMA_FLOP = 2 * 64 * 256 * 16
@@ -115,14 +136,17 @@ def main() -> int:
     rng = np.random.default_rng()
     src = cp.asarray(rng.standard_normal(4 * (128 + 256) * 64).astype(np.float16))
     smem = 4 * (128 + 256) * 128 + 1024
-    mod = cp.RawModule(code=SRC, options=("-arch=sm_90a", "-std=c++17"))
-    fn = mod.get_function("two_groups")
-    fn.max_dynamic_shared_size_bytes = smem
+    fns = {}
+    for narrow in (0, 1):
+        mod = cp.RawModule(code=SRC, options=("-arch=sm_90a", "-std=c++17", f"-DNARROW={narrow}"))
+        fns[narrow] = mod.get_function("two_groups")
+        fns[narrow].max_dynamic_shared_size_bytes = smem
+    fn = fns[0]
     sink = cp.empty(sms * 256, cp.float32)
     cycles = cp.empty(sms * 2, cp.int64)
 
-    def run(stream, mufu, iters=0):
-        fn((sms,), (256,), (src, sink, cycles, np.int32(stream), np.int32(mufu), np.int32(K_BLOCKS),
+    def run(stream, mufu, iters=0, narrow=0):
+        fns[narrow]((sms,), (256,), (src, sink, cycles, np.int32(stream), np.int32(mufu), np.int32(K_BLOCKS),
                             np.int32(iters)), shared_mem=smem)
         cp.cuda.get_current_stream().synchronize()
         c = cycles.get().reshape(sms, 2)
@@ -133,8 +157,8 @@ def main() -> int:
     results = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "k_blocks": K_BLOCKS, "blocks": sms, "reps": reps, "rows": []}
 
-    def row(label, stream, mufu, iters, wgmmas):
-        samples = [run(stream, mufu, iters) for _ in range(reps)]
+    def row(label, stream, mufu, iters, wgmmas, narrow=0):
+        samples = [run(stream, mufu, iters, narrow) for _ in range(reps)]
         block = float(np.median([s[0] for s in samples]))
         r = {"case": label, "cycles": block, "wg0_cycles": float(np.median([s[1][0] for s in samples])),
              "wg1_cycles": float(np.median([s[1][1] for s in samples])), "wgmmas_per_sm": wgmmas, "iters": iters}
@@ -151,6 +175,11 @@ def main() -> int:
     iters = max(1, int(round(one["cycles"] / per_iter)))
     mufu = row("mufu", 0, 2, iters, 0)
     both = row("one+mufu", 1, 2, iters, 4 * K_BLOCKS)
+    # the 128 x 256 tile split by columns: each warpgroup two m64n128k16 per k-step, A's two halves
+    # against its own 128 rows of B (wgmmas counted as m64n256k16 equivalents: FLOP per SM alike)
+    row("one-narrow", 1, 0, 0, 4 * K_BLOCKS, narrow=1)
+    row("two-narrow", 3, 0, 0, 8 * K_BLOCKS, narrow=1)
+    row("one-narrow+mufu", 1, 2, iters, 4 * K_BLOCKS, narrow=1)
     results["hidden_cycles"] = one["cycles"] + mufu["cycles"] - both["cycles"]
     results["hidden_fraction"] = results["hidden_cycles"] / min(one["cycles"], mufu["cycles"])
     print(json.dumps({k: results[k] for k in ("hidden_cycles", "hidden_fraction")}), flush=True)
