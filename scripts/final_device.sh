@@ -573,6 +573,15 @@ case ${1:-} in
     mkdir -p "$LOGS/stagger"
     run stagger-smoke 150 python3 -m stages verify v5_fused_epilogue --set STAGGER=3 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 700x520x200 --epilogue all
     grep -q "===== stagger-smoke rc=0" "$LOG" && run stagger-probe 400 python3 scripts/overlap_probe.py --variants "v5,STAGGER=1,STAGGER=2,STAGGER=3" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096 --epilogues plain,bias,gelu_tanh,bias+gelu_tanh,bias+gelu --rounds 5 --repeat 1 --out "$LOGS/stagger" ;;
+  splitn)      # (issue 13, 2026-12-02) SPLIT_N=1: the 128 x 256 tile split by columns between the consumer warpgroups
+               # (rings of A and of each half of B), so that STAGGER's lag holds only A's buffers. Judged first (every
+               # epilogue, float64), then timed against the shipped build, interleaved
+    mkdir -p "$LOGS/splitn"
+    SN="--shape 2500x2056x777 --shape 1500x2600x1001 --shape 2000x3000x4000 --shape 1100x5000x260 --shape 4095x4096x4096"
+    run splitn-smoke0 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 $SN --epilogue all
+    run splitn-smoke3 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 --set STAGGER=3 $SN --epilogue all
+    run splitn-smoke5 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 --set STAGGER=5 --set RING_A=8 --set RING_B=2 $SN --epilogue all
+    grep -q "===== splitn-smoke5 rc=0" "$LOG" && grep -q "===== splitn-smoke3 rc=0" "$LOG" && run splitn-probe 300 python3 scripts/overlap_probe.py --variants "v5,SPLIT_N=1,SPLIT_N=1:STAGGER=2,SPLIT_N=1:STAGGER=3,SPLIT_N=1:STAGGER=4,SPLIT_N=1:STAGGER=5:RING_A=8:RING_B=2" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096 --epilogues plain,bias,bias+gelu_tanh,bias+gelu --rounds 4 --verify-shapes 2500x2056x777,2000x3000x4000 --repeat 1 --out "$LOGS/splitn" ;;
   tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
                # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
                # 128 x 128 ones, against the rule
@@ -617,7 +626,7 @@ case ${1:-} in
     run suite-reversed 540 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run stress-v5 545 python3 -m stages stress v5_fused_epilogue --budget 480 --out "$LOGS/stress-v5.json" &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath|hostparts|close21a|close21b|stagger"; exit 2 ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath|hostparts|close21a|close21b|stagger|splitn"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
