@@ -566,14 +566,14 @@ case ${1:-} in
     run racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
     run synccheck 120 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue $SAN &
     wait ;;
-  stagger)     # (issue 13, 2026-12-02) STAGGER=d: the second consumer warpgroup of a 128-row tile starts d k-blocks
+  stagger)     # (issue 13, 2026-12-02; the knob existed at 755db51 and 8f6d8d7, measured slower and reverted) STAGGER=d: the second consumer warpgroup of a 128-row tile starts d k-blocks
                # behind the first in every unit of >= STAGES k-blocks (the first try, 755db51, only at the kernel's start:
                # no gain, the lag not kept), so that each one's epilogue runs under the other's wgmmas. Judged on odd shapes
                # (float64, every epilogue), then timed against the shipped build, interleaved
     mkdir -p "$LOGS/stagger"
     run stagger-smoke 150 python3 -m stages verify v5_fused_epilogue --set STAGGER=3 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 700x520x200 --epilogue all
     grep -q "===== stagger-smoke rc=0" "$LOG" && run stagger-probe 400 python3 scripts/overlap_probe.py --variants "v5,STAGGER=1,STAGGER=2,STAGGER=3" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096 --epilogues plain,bias,gelu_tanh,bias+gelu_tanh,bias+gelu --rounds 5 --repeat 1 --out "$LOGS/stagger" ;;
-  splitn)      # (issue 13, 2026-12-02) SPLIT_N=1: the 128 x 256 tile split by columns between the consumer warpgroups
+  splitn)      # (issue 13, 2026-12-02; the knob existed at 5d25fe7, measured slower and reverted) SPLIT_N=1: the 128 x 256 tile split by columns between the consumer warpgroups
                # (rings of A and of each half of B), so that STAGGER's lag holds only A's buffers. Judged first (every
                # epilogue, float64), then timed against the shipped build, interleaved
     mkdir -p "$LOGS/splitn"

@@ -19,8 +19,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "STMATRIX": 1, "STREAMK": 1, "AUTO": 1, "SPLIT_K": 1, "SK_FILL": 32, "EPI_DEFER": 1,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
-          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "STAGGER": 0, "SPLIT_N": 0, "RING_A": 6, "RING_B": 3}
+          "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -521,10 +520,6 @@ def check_config(c: dict) -> None:
         (c["EDGE_SHIFT"] in (-1, 0, 1), "EDGE_SHIFT -1 (by shape: edge_shift), 0 (never) or 1 (a partial last tile row or column moved back to end within 7 rows of C's edge wherever no stream-K splits a unit)"),
         (c["TMAP_PREFETCH"] in (0, 1), "TMAP_PREFETCH 0 or 1 (1: prefetch.tensormap of the maps before the barriers are set up)"),
         (c["L2_HINT"] in (-1, 0, 1, 2), "L2_HINT -1 (by shape: l2_hint), 0 (no hint), 1 (A's loads evict_last, B's evict_first) or 2 (A's evict_first, B's evict_last)"),
-        (c["STAGGER"] in range(8), "STAGGER 0 to 7 (the k-blocks the second consumer warpgroup of a 128-row tile starts behind the first; < STAGES, < RING_A with SPLIT_N)"),
-        (c["SPLIT_N"] in (0, 1), "SPLIT_N 0 or 1 (1: the consumer warpgroups of a 128 x 256 tile split it by columns, with rings of A and of each half of B)"),
-        (c["RING_A"] >= 2 and c["RING_B"] >= 2 and c["RING_A"] + 2 * c["RING_B"] <= 12,
-         "RING_A, RING_B >= 2 and RING_A + 2 x RING_B <= 12 (SPLIT_N's buffers of 16 KiB: A's, and each half of B's)"),
         (c["ACT_MATH"] in (0, 1), "ACT_MATH 0 (CUDA's erff, __expf, __fdividef) or 1 (fewer instructions and MUFU per element: kernel.cu)"),
         (c["SPLIT_FIXUP"] in (0, 1), "SPLIT_FIXUP 0 (a split of K summed by the reduce kernel) or 1 (by the unit that completes the tile)"),
         (c["SPLIT_CLUSTER"] in (0, 1, 2, 4, 8), "SPLIT_CLUSTER 0 (the rule's), 1 (none), 2, 4 or 8 (the CTAs of a cluster that split one tile's K, AUTO=0)"),
@@ -593,15 +588,12 @@ def _defines_for(call: Call) -> dict:
     swap = swapped(m, n, k, c, dev)  # (C^T's tiles: stored directly, transposed)
     tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(m, n, call.out.data.ptr) != "direct")
     overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
-    split_n = bool(c["SPLIT_N"]) and bool(tma_c) and not overlap and not swap and (bm, bn) == (128, 256) \
-        and a_rows_for(m, bm, c) == bm and cluster_for(m, n, k, c, dev) == (1, 1)
     return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(m, bm, c),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
             "EPI_DEFER": epi_defer(m, n, k, c, dev) if tma_c and not overlap else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
-            "STAGGER": stagger(m, n, k, c, dev, split_n) if not overlap else 0, "SPLIT_N": int(split_n),
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
             "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev, bool(streamk)),
@@ -640,20 +632,6 @@ def epi_overlap(m: int, n: int, k: int, c: dict, dev) -> int:
     ok = (bm, bn) == (128, 256) and splits == 1 and d < stages and cdiv(k, 64) >= 2 * d \
         and not streamk_pays(m, n, k, c, dev)
     return d if ok else 0
-
-
-# STAGGER (kernel.cu): the second consumer warpgroup of a 128-row tile starts d k-blocks behind
-# the first, so that each one's epilogue runs under the other's wgmmas. Two consumer warpgroups
-# (BM 128), no split of K in a cluster, d < STAGES.
-def stagger(m: int, n: int, k: int, c: dict, dev, split_n: bool = False) -> int:
-    """STAGGER for this call: as configured where the tile has 128 rows, K is not split in a
-    cluster and the ring has more than STAGGER buffers, else 0."""
-    d = c["STAGGER"]
-    if not d:
-        return 0
-    bm, _, stages, _ = shape_config(m, n, k, c, dev)
-    ring = c["RING_A"] if split_n else stages  # (SPLIT_N: the lag holds only A's buffers)
-    return d if bm == 128 and d < ring and split_cluster(m, n, k, c, dev) <= 1 else 0
 
 
 def _workers(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
@@ -828,7 +806,7 @@ def plan(call: Call, kernels) -> list:
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
     # multicasts them to the CTAs on its tile column and row)
     args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo),
-            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"] // (2 if call.cfg["SPLIT_N"] else 1), 64, l2_promotion=promo),
+            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)

@@ -239,43 +239,6 @@
 #if OVERLAP && (BN != 256 || BM != 128 || !TMA_STORE || PARTIAL || STREAMK || OVERLAP >= STAGES)
 #error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
 #endif
-// STAGGER=d > 0 (two consumer warpgroups): warpgroup 1 starts each unit of at least STAGES
-// k-blocks only once warpgroup 0 has issued the unit's first d (an mbarrier, lead_bar), so
-// that each tile's epilogue of one warpgroup runs while the other one's wgmmas keep the tensor
-// cores busy (the same two warpgroups on one 128-row tile, B shared; not two tiles as in
-// ping-pong). The ring's buffers hold the lag: warpgroup 0 runs at most STAGES - 1 k-blocks
-// ahead of the buffers warpgroup 1 still reads, so it cannot finish a unit of STAGES k-blocks
-// or more before warpgroup 1 has started it (one arrival per phase, no parity ambiguity). With a bias the tile's staged copy is
-// handed from warpgroup 0 (which loads and writes all of it) to warpgroup 1 by two mbarriers
-// (bias_full, bias_free) instead of the consumers' named barrier, which would re-align them.
-#ifndef STAGGER
-#define STAGGER 0
-#endif
-// SPLIT_N=1 (128 x 256 tiles): the two consumer warpgroups split the tile by columns, not rows:
-// warpgroup w computes all 128 rows x columns 128 w .. 128 w + 127 (per k-step two m64n128k16,
-// A's two 64-row halves against its own half of B; the same 128 accumulators per thread). Then
-// each half of B is read by one warpgroup only, and the ring is three: RING_A buffers of A (16 KiB,
-// read by both), RING_B of each half of B (16 KiB, read by one). With STAGGER the lag between
-// the warpgroups holds only A's buffers, not B's, so it can be longer: the lead warpgroup may run
-// RING_A - 1 k-blocks ahead. Each warpgroup stages only its own 128 columns of the bias.
-#ifndef SPLIT_N
-#define SPLIT_N 0
-#endif
-#ifndef RING_A
-#define RING_A 6
-#endif
-#ifndef RING_B
-#define RING_B 3
-#endif
-#if SPLIT_N && (BM != 128 || BN != 256 || A_ROWS != BM || !TMA_STORE || PARTIAL || CLUSTER_M > 1 || CLUSTER_N > 1 \
-                || SPLIT_CLUSTER > 1 || OVERLAP || SWAP_AB || RING_B < 2 || RING_A < 2)
-#error "SPLIT_N needs a 128 x 256 tile (all A rows), the TMA store, no split of K, no cluster, no EPI_OVERLAP or SWAP_AB"
-#endif
-#define BH_BYTES (128 * BK * 2)                                  // SPLIT_N: one half of B (128 rows)
-#define RING_BYTES (SPLIT_N ? RING_A * A_BYTES + 2 * RING_B * BH_BYTES : STAGES * STAGE_BYTES)
-#define BAR_SLOTS (SPLIT_N ? RING_A + 2 * RING_B : STAGES)       // buffers, each a full and an empty mbarrier
-#define LAG_RING (SPLIT_N ? RING_A : STAGES)                      // the buffers the lag of STAGGER holds
-#define BIAS_HANDOFF (STAGGER && BIAS_BYTES && !SPLIT_N)
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
@@ -285,17 +248,14 @@
 // warpgroup each (thread i's float4 j at [j * 128 + i], the layout the sender holds in registers)
 #define RED_WG_BYTES (64 * BN * 4)
 #define RED_BYTES ((SPLIT_CLUSTER - 1) * CONSUMERS * RED_WG_BYTES)
-#if STAGGER && (CONSUMERS != 2 || OVERLAP || SPLIT_CLUSTER > 1 || STAGGER >= LAG_RING)
-#error "STAGGER needs two consumer warpgroups (BM 128), no EPI_OVERLAP, no SPLIT_CLUSTER and STAGGER < STAGES (RING_A with SPLIT_N)"
-#endif
-#define BAR_BYTES (2 * 8 * BAR_SLOTS + (SPLIT_CLUSTER > 1 ? 16 : 0) + (STAGGER ? 24 : 0))  // a full and an empty mbarrier per buffer (+ the partials', or STAGGER's bias_full, bias_free and lead_bar)
+#define BAR_BYTES (2 * 8 * STAGES + (SPLIT_CLUSTER > 1 ? 16 : 0))  // a full and an empty mbarrier per buffer (+ the partials')
 
 // Dynamic shared memory, named once: STAGES tile buffers, the epilogue staging tile, 1 KiB of
 // slack to align them to the 1024-byte swizzle period, then the barriers. With the defaults:
 // 4 x 49,152 + 32,768 + 1,024 + 64 = 230,464 B of the 232,448 an H200 block may have (BM 128,
 // BN 256; the host picks STAGES for the other tiles so that they fit too). The harness
 // reads this constant from the compiled kernel to size the launch.
-extern "C" __device__ const unsigned gemm_smem_bytes = RING_BYTES + EPI_BYTES + BIAS_BYTES + RED_BYTES + ALIGN_SLACK + BAR_BYTES;
+extern "C" __device__ const unsigned gemm_smem_bytes = STAGES * STAGE_BYTES + EPI_BYTES + BIAS_BYTES + RED_BYTES + ALIGN_SLACK + BAR_BYTES;
 
 // The 128-byte CUtensorMap, received by value. The harness encodes it with cuda-python.
 struct alignas(64) TmaDesc { unsigned long long v[16]; };
@@ -348,11 +308,6 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned phase) {
 // Named barrier among `count` threads (id 0 is __syncthreads'): the consumer warpgroup alone.
 __device__ __forceinline__ void named_bar_sync(unsigned id, unsigned count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-// An arrival that orders this thread's earlier shared-memory accesses before the phase completes
-// (release, CTA scope: the bias handoff's).
-__device__ __forceinline__ void mbar_arrive_release(unsigned bar) {
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
@@ -694,11 +649,8 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 }
 #define FUSED (ACT != 0 || BIAS != 0)
 #define CONSUMER_THREADS (128 * CONSUMERS)
+#define BIAS_PER_THREAD ((BIAS_LEN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
 #define BAR_CONSUMERS (CONSUMERS == 3 ? 4 : 3)  // named barrier of all consumer threads (1 .. CONSUMERS: one warpgroup each)
-// The bias's loaders: every consumer thread, or (BIAS_HANDOFF) warpgroup 0's alone.
-// (SPLIT_N: each warpgroup's threads load its own 128 columns, one each)
-#define BIAS_LOADERS (BIAS_HANDOFF || SPLIT_N ? 128 : CONSUMER_THREADS)
-#define BIAS_PER_LOADER (SPLIT_N ? 1 : (BIAS_LEN + BIAS_LOADERS - 1) / BIAS_LOADERS)
 // The bias of column col from global memory, as fp32 (0 past the last column).
 __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
 #if BIAS == 1
@@ -1045,22 +997,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
   // The 128-byte swizzle repeats every 1024 bytes: tiles must start on a 1024-byte boundary.
   const unsigned smem_base = (static_cast<unsigned>(__cvta_generic_to_shared(smem_raw)) + 1023) & ~1023u;
-  const unsigned epi_base = smem_base + RING_BYTES;             // EPI_BYTES, 1024-aligned
+  const unsigned epi_base = smem_base + STAGES * STAGE_BYTES;    // EPI_BYTES, 1024-aligned
   const unsigned bias_base = epi_base + EPI_BYTES;               // BIAS_BYTES
   [[maybe_unused]] const unsigned red_base = bias_base + BIAS_BYTES;  // RED_BYTES
   const unsigned full_bar = bias_base + BIAS_BYTES + RED_BYTES;  // STAGES x 8 bytes
-  [[maybe_unused]] const unsigned empty_bar = full_bar + STAGES * 8;  // STAGES x 8 bytes
-  [[maybe_unused]] const unsigned red_full = full_bar + BAR_SLOTS * 16;  // SPLIT_CLUSTER: partials in
+  const unsigned empty_bar = full_bar + STAGES * 8;              // STAGES x 8 bytes
+  [[maybe_unused]] const unsigned red_full = empty_bar + STAGES * 8;   // SPLIT_CLUSTER: partials in
   [[maybe_unused]] const unsigned red_empty = red_full + 8;            // ... and read by rank 0
-  [[maybe_unused]] const unsigned bias_full = red_full;                // BIAS_HANDOFF (no SPLIT_CLUSTER): staged
-  [[maybe_unused]] const unsigned bias_free = red_full + 8;            // ... and read by warpgroup 1
-  [[maybe_unused]] const unsigned lead_bar = red_full + 16;            // STAGGER: warpgroup 0 is d k-blocks in
-  // SPLIT_N: A's ring at the start, then B's two halves' rings; barriers: A's full and empty, then
-  // per half of B its full and empty (the same bytes as STAGES' full and empty barriers)
-  [[maybe_unused]] const unsigned full_a = full_bar, empty_a = full_bar + 8 * RING_A;
-  [[maybe_unused]] auto ring_b = [&](int h) { return smem_base + RING_A * A_BYTES + h * RING_B * BH_BYTES; };
-  [[maybe_unused]] auto full_b = [&](int h) { return full_bar + 16 * RING_A + h * 16 * RING_B; };
-  [[maybe_unused]] auto empty_b = [&](int h) { return full_b(h) + 8 * RING_B; };
 
   // A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
   // and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
@@ -1093,32 +1036,13 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_c) : "memory");
 #endif
 #endif
-#if SPLIT_N
-    for (int s = 0; s < RING_A; ++s) {
-      mbar_init(full_a + 8 * s, 1);
-      mbar_init(empty_a + 8 * s, CONSUMERS * 4);                     // every consumer warp reads A
-    }
-    for (int h = 0; h < 2; ++h)
-      for (int s = 0; s < RING_B; ++s) {
-        mbar_init(full_b(h) + 8 * s, 1);
-        mbar_init(empty_b(h) + 8 * s, 4);                            // warpgroup h's warps read half h
-      }
-#else
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
       mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);         // one arrival per consumer warp, every CTA
     }
-#endif
 #if SPLIT_CLUSTER > 1
     mbar_init(red_full, (SPLIT_CLUSTER - 1) * CONSUMER_THREADS);  // (rank 0's) every sending thread
     mbar_init(red_empty, 1);                                       // (ranks 1..) rank 0 has read them
-#endif
-#if BIAS_HANDOFF
-    mbar_init(bias_full, 128);  // every thread of warpgroup 0 has written its share
-    mbar_init(bias_free, 128);  // every thread of warpgroup 1 has read the tile's bias
-#endif
-#if STAGGER
-    mbar_init(lead_bar, 4);     // one arrival per warp of warpgroup 0
 #endif
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -1137,36 +1061,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   if (warpgroup == 0) {
     // ---- load: the producer warpgroup; one thread issues every copy --------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
-#if SPLIT_N
-    // Two threads: warp 0's first loads A and B's first half, warp 1's first B's second half, so
-    // that a lagging warpgroup 1 holds back only its own half of B (and A's buffers).
-    if (threadIdx.x == 0 || threadIdx.x == 32) {
-      const int h = threadIdx.x / 32;
-      int it = 0;
-      const unsigned long long pol_a = L2_HINT > 0 ? l2_policy(L2_HINT == 2) : 0;
-      const unsigned long long pol_b = L2_HINT > 0 ? l2_policy(L2_HINT == 1) : 0;
-      Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
-      for (int unit, kb, ke; sch.next(unit, kb, ke);) {
-        int um, un;
-        unit_coords(unit / splits, units_m, units_n, um, un);
-        const int block_m = tile_origin(um * BM, M, BM), block_n = tile_origin(un * BN, N, BN);
-        const int split_kt = (unit % splits) * k_tiles_per_split;
-        const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
-        for (int kt = kt0; kt < kt1; ++kt, ++it) {
-          if (h == 0) {
-            const int sa = it % RING_A;
-            if (it >= RING_A) mbar_wait(empty_a + 8 * sa, ((it / RING_A) - 1) & 1);
-            mbar_expect_tx(full_a + 8 * sa, A_BYTES);
-            tma_load_2d(smem_base + sa * A_BYTES, &tmap_a, kt * BK, block_m, full_a + 8 * sa, pol_a);
-          }
-          const int sb = it % RING_B;
-          if (it >= RING_B) mbar_wait(empty_b(h) + 8 * sb, ((it / RING_B) - 1) & 1);
-          mbar_expect_tx(full_b(h) + 8 * sb, BH_BYTES);
-          tma_load_2d(ring_b(h) + sb * BH_BYTES, &tmap_b, kt * BK, block_n + 128 * h, full_b(h) + 8 * sb, pol_b);
-        }
-      }
-    }
-#else
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
       // L2_HINT: the eviction priorities of A's and B's loads (unused without it)
@@ -1203,7 +1097,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         }
       }
     }
-#endif  // SPLIT_N
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
@@ -1292,9 +1185,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // staged bias, the activation), rounded to fp16 (h[2 jj] row g, h[2 jj + 1] row g + 8) and
     // stored to columns x .. of rows y .. y + 63 of C.
     auto epi_pass = [&](const int pass, int x, int y) {
-      // (SPLIT_N: pass p is the accumulators' rows 64 p .., columns 128 wg ..: fuse indexes the bias
-      // by column 128 p + 8 j + 2 t, so its base moves by 128 (wg - p) columns)
-      fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base + (SPLIT_N ? 512u * wg - 512u * pass : 0u), alpha, lane % 4,
+      fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
                          wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
       unsigned h[EPI_COLS / 4];
 #pragma unroll
@@ -1314,12 +1205,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       store_pass(h, x, y);
     };
 #endif
-#if STAGGER
-    int leads = 0;  // units that warpgroup 1 started behind warpgroup 0 (lead_bar's phase)
-#endif
-#if BIAS_HANDOFF
-    int bias_tiles = 0;  // tiles whose bias went through the handoff (its barriers' phase)
-#endif
     Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
     for (int unit, kb, ke; sch.next(unit, kb, ke);) {
       int um, un;
@@ -1330,22 +1215,15 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
       // The tile's bias: each consumer thread loads its share now, the loads complete during the
-      // mainloop, and the values reach shared memory after it (BIAS_PER_LOADER registers held).
-      float bias_reg[BIAS_PER_LOADER];
-      const int bias_tid = (BIAS_HANDOFF || SPLIT_N ? threadIdx.x % 128 : consumer_tid) + (SPLIT_N ? 128 * wg : 0);
+      // mainloop, and the values reach shared memory after it (BIAS_PER_THREAD registers held).
+      float bias_reg[BIAS_PER_THREAD];
 #pragma unroll
-      for (int i = 0; i < BIAS_PER_LOADER; ++i)
-        bias_reg[i] = (BIAS_HANDOFF && wg != 0) ? 0.0f
-                    : SWAP_AB ? bias_at(bias, block_m + bias_tid + i * BIAS_LOADERS, M)
-                              : bias_at(bias, block_n + bias_tid + i * BIAS_LOADERS, N);
+      for (int i = 0; i < BIAS_PER_THREAD; ++i)
+        bias_reg[i] = SWAP_AB ? bias_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
+                              : bias_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
 #endif
 
       int kt = kt0, kt_end = kt1;
-#if STAGGER
-      const bool lead = kt1 - kt0 >= LAG_RING;  // (a shorter unit: both start at once)
-      if (lead && wg == 1) mbar_wait(lead_bar, leads & 1);
-      leads += lead;
-#endif
 #if OVERLAP
       // ---- overlap, head: half 0 of the first OVERLAP k-blocks, the last tile's half 1 epilogue
       // under them, then half 1 of the same k-blocks (their buffers held until then) -----------
@@ -1371,40 +1249,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
       kt_end = kt1 - OVERLAP;  // the last OVERLAP k-blocks: the tail, below
 #endif
-#if SPLIT_N
-      // ---- SPLIT_N: A's ring and this warpgroup's half of B; two m64n128k16 per k-step, A's
-      // rows 0-63 into acc[0..63] and rows 64-127 into acc[64..127] ---------------------------------
-      const unsigned ring_bw = ring_b(wg), full_bw = full_b(wg), empty_bw = empty_b(wg);
-      for (; kt < kt_end; ++kt, ++it) {
-        const int sa = it % RING_A, sb = it % RING_B;
-        mbar_wait(full_a + 8 * sa, (it / RING_A) & 1);
-        mbar_wait(full_bw + 8 * sb, (it / RING_B) & 1);
-        const unsigned a_tile = smem_base + sa * A_BYTES, b_tile = ring_bw + sb * BH_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-          wgmma_m64n128k16(*reinterpret_cast<float(*)[64]>(acc), smem_desc(a_tile + kk * 32),
-                           smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
-          wgmma_m64n128k16(*reinterpret_cast<float(*)[64]>(acc + 64), smem_desc(a_tile + 64 * BK * 2 + kk * 32),
-                           smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
-        }
-        wgmma_commit();
-#if STAGGER
-        if (lead && wg == 0 && kt == kt0 + STAGGER - 1 && lane == 0) mbar_arrive(lead_bar);
-#endif
-#if DEFER
-        if (kt == min(kt0 + EPI_DEFER - 1, kt1 - 1)) flush_deferred();
-#endif
-        wgmma_wait<1>();
-        if (kt > kt0) {
-          release(empty_a + 8 * ((it - 1) % RING_A));
-          release(empty_bw + 8 * ((it - 1) % RING_B));
-        }
-      }
-      wgmma_wait<0>();
-      release(empty_a + 8 * ((it - 1) % RING_A));  // the tile's last k-block
-      release(empty_bw + 8 * ((it - 1) % RING_B));
-#else
       for (; kt < kt_end; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(full_bar + 8 * s, (it / STAGES) & 1);  // k-block it has landed
@@ -1424,9 +1268,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
 #endif
         wgmma_commit();
-#if STAGGER
-        if (lead && wg == 0 && kt == kt0 + STAGGER - 1 && lane == 0) mbar_arrive(lead_bar);
-#endif
 #if DEFER
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
         // k-blocks of them, or all of a shorter piece).
@@ -1464,7 +1305,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
 #endif
-#endif  // SPLIT_N
 
 #if STREAMK && !PARTIAL
       // ---- stream-K fixup: a unit split over workers is stored by the one holding its last
@@ -1619,30 +1459,12 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
 #else
       // ---- fused epilogue: alpha, bias and the activation on the fp32 accumulators, in place ----
-#if BIAS_HANDOFF
-      // Stage the bias, handed over: warpgroup 0 writes all of it once warpgroup 1 has read the
-      // previous tile's (bias_free), and both read it once it is whole (bias_full).
-      if (wg == 0) {
-        if (bias_tiles > 0) mbar_wait(bias_free, (bias_tiles - 1) & 1);
-#pragma unroll
-        for (int i = 0; i < BIAS_PER_LOADER; ++i)
-          if (bias_tid + i * BIAS_LOADERS < BIAS_LEN)
-            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (bias_tid + i * BIAS_LOADERS)), "f"(bias_reg[i]) : "memory");
-        mbar_arrive_release(bias_full);
-      }
-      mbar_wait(bias_full, bias_tiles & 1);
-#elif BIAS_BYTES && SPLIT_N
-      // Stage this warpgroup's 128 columns of the bias: its previous tile's reads are done (first
-      // barrier) and all of it is written before any of its threads reads (second).
-      named_bar_sync(1 + wg, 128);
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * bias_tid), "f"(bias_reg[0]) : "memory");
-      named_bar_sync(1 + wg, 128);
-#elif BIAS_BYTES
+#if BIAS_BYTES
       // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
       // before it is overwritten, and all of it is written before anyone reads (second).
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
-      for (int i = 0; i < BIAS_PER_LOADER; ++i)
+      for (int i = 0; i < BIAS_PER_THREAD; ++i)
         if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
           asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_reg[i]) : "memory");
       named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
@@ -1657,8 +1479,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           return;
         }
 #endif
-        if (SPLIT_N) epi_pass(pass, block_n + 128 * wg, block_m + 64 * pass);
-        else epi_pass(pass, block_n + pass * EPI_COLS, block_m + wg * 64);
+        epi_pass(pass, block_n + pass * EPI_COLS, block_m + wg * 64);
       });
 #else
       // Direct stores (TMA_STORE=0: C has no tensor map, N % 8 != 0 or a misaligned out): any N,
@@ -1722,10 +1543,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
       });
 #endif  // TMA_STORE
-#if BIAS_HANDOFF
-      if (wg == 1) mbar_arrive_release(bias_free);  // this tile's bias has been read
-      ++bias_tiles;
-#endif
 #endif  // PARTIAL
     }
 #if DEFER
