@@ -508,3 +508,27 @@ def test_the_clean_flush_reads_and_the_default_one_writes():
     cp.cuda.get_current_stream().synchronize()
     assert int(fill._buf[0]) == 2 and int(fill._buf[-1]) == 2
     assert int(cp.count_nonzero(clean._buf)) == 0 and int(clean._sink) == 0
+
+
+@pytest.mark.gpu
+def test_a_queue_hold_keeps_the_host_out_of_the_kernel_time():
+    """timing.QueueHold: a call whose path takes 3 ms of host time before it launches a small
+    kernel is timed at about the host's 3 ms by bare events, and at the kernel's GPU time when a
+    10 ms hold is queued ahead of each start event (the overhead table's kernel column)."""
+    import time
+
+    from stages.core import gpu
+    from stages.tools.timing import QueueHold, time_gpu
+
+    cp = gpu.cupy()
+    x = cp.ones(1 << 20, cp.float32)
+
+    def slow_call():
+        time.sleep(0.003)
+        x.__iadd__(1.0)  # an elementwise kernel of a few µs
+
+    bare = time_gpu(slow_call, reps=5, warmup=1).median
+    held = time_gpu(slow_call, reps=5, warmup=1, flush=QueueHold(10_000)).median
+    assert bare >= 2.5, f"bare events: {bare:.3f} ms (the host's 3 ms should be in it)"
+    assert held < 0.5, f"behind the hold: {held:.3f} ms (the kernel alone should be)"
+    assert float(x[0]) == 1.0 + 12  # every call ran: twice 1 warm-up and 5 timed

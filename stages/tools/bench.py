@@ -28,7 +28,7 @@ from stages.core import contract, gpu
 
 from . import cpu_bench, records, verify
 from .records import EPILOGUE_ALPHA, PLAIN_SPEC, PLAIN_WORD, EpilogueSpec, parse_epilogue  # noqa: F401
-from .timing import L2Flusher, host_per_call, tflops, time_gpu
+from .timing import L2Flusher, QueueHold, host_per_call, tflops, time_gpu
 
 # Dense fp16/bf16 tensor-core peak with fp32 accumulation, datasheet TFLOP/s (SXM parts).
 TENSOR_PEAK_TFLOPS = {"H200": 989.4, "H100 80GB HBM3": 989.4, "H100 SXM": 989.4, "H100 NVL": 835.0,
@@ -39,6 +39,9 @@ HBM_TBPS = {"H200": 4.8, "H100 80GB HBM3": 3.35, "H100 SXM": 3.35, "A100": 2.0}
 GPU_DEFAULT_SHAPES = ((4096, 4096, 4096),)
 CPU_DEFAULT_SHAPES = ((1024, 1024, 1024), (2048, 2048, 2048))
 OVERHEAD_SHAPE = (256, 256, 256)
+# the overhead table's kernel µs: each timed launch queued behind a kernel that holds the GPU this
+# long (more than any call path takes to enqueue), so that the host's time is not in it
+OVERHEAD_HOLD_US = 200.0
 
 
 def peak_for(gpu_name: str, table=TENSOR_PEAK_TFLOPS) -> float | None:
@@ -255,7 +258,8 @@ def run_overhead(stage_names, shapes=None, calls: int = 1000, progress: bool = T
     kernel takes longer than its call path, the launch queue fills once enough calls are queued
     and then the host waits for the kernels (1,000 launches of the first stage, 3.9 ms each, did
     not fill it on the H200: results/20261202T001005); `kernel_us` beside it says which is longer."""
-    record = records.new_record("overhead", settings={"calls": calls, "rounds": 5, "statistic": "best round"})
+    record = records.new_record("overhead", settings={"calls": calls, "rounds": 5, "statistic": "best round",
+                                                      "kernel_hold_us": OVERHEAD_HOLD_US})
     ok, why = gpu.available()
     objs = [stages.get(s) if isinstance(s, str) else s for s in stage_names]
     objs = [st for st in objs if st.kind != "cpu"]
@@ -264,13 +268,14 @@ def run_overhead(stage_names, shapes=None, calls: int = 1000, progress: bool = T
         return record
     cp = gpu.cupy()
     shapes = list(shapes or [OVERHEAD_SHAPE])
+    hold = QueueHold(OVERHEAD_HOLD_US)  # kernel µs: each launch queued behind it, so the host's time is not timed
     bar = Progress(len(shapes) * (len(objs) + 1), progress)
     for m, n, k in shapes:
         a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
         o = cp.empty((m, n), cp.float16)
         bar.set_description_str(f"cupy.matmul {m}x{n}x{k}, {calls} calls")
         base = host_per_call(lambda: cp.matmul(a, b.T, out=o), calls=calls).best
-        base_gpu = time_gpu(lambda: cp.matmul(a, b.T, out=o), reps=20, warmup=3).median
+        base_gpu = time_gpu(lambda: cp.matmul(a, b.T, out=o), reps=20, warmup=3, flush=hold).median
         record["results"].append({"stage": "cupy.matmul", "m": m, "n": n, "k": k, "calls": calls,
                                   "us_per_call": base, "ratio_cupy_matmul": 1.0, "kernel_us": base_gpu * 1e3,
                                   "status": "ok", "reason": ""})
@@ -284,7 +289,7 @@ def run_overhead(stage_names, shapes=None, calls: int = 1000, progress: bool = T
             else:
                 try:
                     us = host_per_call(lambda st=st: st.gemm(a, b, out=o), calls=calls).best
-                    gpu_ms = time_gpu(st.prepare(a, b, o), reps=20, warmup=3).median
+                    gpu_ms = time_gpu(st.prepare(a, b, o), reps=20, warmup=3, flush=hold).median
                     entry.update(us_per_call=us, ratio_cupy_matmul=us / base, kernel_us=gpu_ms * 1e3,
                                  status="ok", reason="")
                 except Exception as exc:  # noqa: BLE001

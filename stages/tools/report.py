@@ -122,11 +122,15 @@ def overhead_table(recs: list[dict]) -> str:
                 kernel = f"{e['kernel_us']:.1f}" if e.get("kernel_us") else "–"
                 out.append(f"| {e['stage']} | {e['us_per_call']:.1f} | {e['ratio_cupy_matmul']:.2f} | {kernel} |")
     g = rec["env"]["gpu"]
+    hold = rec["settings"].get("kernel_hold_us")
+    kernel_how = (f"median of 20, each queued behind a {hold:.0f} µs kernel that holds the GPU, so that no host time "
+                  f"is in it" if hold else "median of 20 back to back: where the call path is the longer, its "
+                  "time")
     out.append("")
     out.append(f"{g['name']}, CuPy {rec['env']['versions']['cupy']}, commit {str(rec['env']['git_commit'])[:10]}, "
                f"{rec['env']['date'][:10]}; best of {rec['settings'].get('rounds', '?')} rounds; host µs is the call "
-               f"path's while the launch queue has room, kernel µs one launch's GPU time (median of 20 back "
-               f"to back, L2 not flushed); record [{Path(rec['_path']).name}]"
+               f"path's while the launch queue has room, kernel µs one launch's GPU time ({kernel_how}, L2 "
+               f"not flushed); record [{Path(rec['_path']).name}]"
                f"({rec['_path']}).")
     return "\n".join(out)
 

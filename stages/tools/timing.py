@@ -9,6 +9,12 @@ memory-bound shape pays for it (16 x 14336 x 4096: cuBLAS 39.7 us against 32.4 a
 reads instead, `L2Flusher(clean=True)`: scripts/lever_probe.py --only clean; v5 README, "Open
 questions").
 
+Without a flush (the overhead table's kernel column) the same holds only if something else keeps
+the GPU busy while the host enqueues: `QueueHold`, a kernel that waits on the GPU's clock and
+touches no memory. Without it, back-to-back timed launches whose call path takes longer than the
+kernel time the host: cupy.matmul's "kernel" read 33 µs at 256³ and at 1000³ (results/
+20261202T001005), about its 23-31 µs of Python per call.
+
 Host: wall-clock time of back-to-back calls (the call path's overhead, `host_per_call`).
 """
 from __future__ import annotations
@@ -71,9 +77,35 @@ class L2Flusher:
             self._buf.fill(self._i)
 
 
-def time_gpu(run, reps: int = 30, warmup: int = 5, flush: L2Flusher | None = None,
+class QueueHold:
+    """Holds the GPU's queue for `us` microseconds with one thread waiting on %globaltimer, which
+    touches no memory: the caches stay as they were. Passed to `time_gpu` as its `flush`, it is
+    queued ahead of each start event, so the host enqueues the timed launch while the GPU is still
+    busy and the events bracket the kernel alone, however long the call path takes (up to `us`)."""
+
+    _SRC = r"""
+extern "C" __global__ void queue_hold(long long ns) {
+  long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"""
+
+    def __init__(self, us: float = 200.0):
+        cp = gpu.cupy()
+        self.us = us
+        self._kernel = cp.RawKernel(self._SRC, "queue_hold")
+        self._ns = np.int64(round(us * 1000))
+
+    def __call__(self):
+        self._kernel((1,), (1,), (self._ns,))
+
+
+def time_gpu(run, reps: int = 30, warmup: int = 5, flush: "L2Flusher | QueueHold | None" = None,
              warmup_ms: float = 0.0) -> Timing:
-    """Samples (ms) of `run()` (a prepared launch) with CUDA events around it alone.
+    """Samples (ms) of `run()` (a prepared launch) with CUDA events around it alone. `flush`, if
+    given, is queued before each start event (an L2Flusher, or a QueueHold that flushes nothing);
+    without one, a call path slower than its kernel is what the events measure.
 
     `warmup` launches first; with `warmup_ms` > 0, then the timed loop's own pattern (flush and
     launch) until at least that much GPU time has passed, so that the clock has risen from
