@@ -39,7 +39,9 @@ except ImportError as exc:  # pragma: no cover - needs a GPU machine
 ACC = ", ".join(f"%{i}" for i in range(128))
 ACC_OUT = ", ".join(f'"+f"(d[{i}])' for i in range(128))
 
-SRC = r"""
+# The device helpers (probes/wgmma_two_groups.py builds on them too): the K-major, 128B-swizzled
+# shared-memory descriptor, one m64n256k16 into 128 accumulators, ex2 and rcp.
+HELPERS = r"""
 #include <cuda_fp16.h>
 __device__ __forceinline__ unsigned long long desc(unsigned addr) {  // K-major, 128B swizzle
   return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
@@ -51,7 +53,9 @@ __device__ __forceinline__ void mma(float (&d)[128], unsigned long long da, unsi
 }
 __device__ __forceinline__ float ex2(float v) { float r; asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
 __device__ __forceinline__ float rcp(float v) { float r; asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
+""".replace("{ACC}", "{" + ACC + "}").replace("ACC_OUT", ACC_OUT)
 
+SRC = HELPERS + r"""
 // mode bit 0: issue the wgmmas; bit 1: fma arithmetic; bit 2: MUFU arithmetic
 extern "C" __global__ void __launch_bounds__(128, 1)
 overlap(const __half* __restrict__ src, float* __restrict__ sink, long long* __restrict__ cycles,
@@ -109,7 +113,7 @@ overlap(const __half* __restrict__ src, float* __restrict__ sink, long long* __r
   sink[blockIdx.x * 128 + threadIdx.x] = s;
   if (threadIdx.x == 0) cycles[blockIdx.x] = (t2 - t0) / rounds;
 }
-""".replace("{ACC}", "{" + ACC + "}").replace("ACC_OUT", ACC_OUT)
+"""
 
 ROUNDS = 20  # per launch; cycles are per round
 WGMMA_COUNTS = (4, 8, 16, 64)  # wgmmas in the group (m64n256k16: ~130 cycles each at full rate)

@@ -37,19 +37,9 @@ try:
 except ImportError as exc:  # pragma: no cover - needs a GPU machine
     sys.exit(f"wgmma_two_groups: needs CuPy: {exc}")
 
-ACC = ", ".join(f"%{i}" for i in range(128))
-ACC_OUT = ", ".join(f'"+f"(d[{i}])' for i in range(128))
+from wgmma_overlap import HELPERS  # (this folder is on sys.path) desc, mma (m64n256k16), ex2, rcp
 
-SRC = r"""
-#include <cuda_fp16.h>
-__device__ __forceinline__ unsigned long long desc(unsigned addr) {  // K-major, 128B swizzle
-  return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void mma(float (&d)[128], unsigned long long da, unsigned long long db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {ACC}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-               : ACC_OUT : "l"(da), "l"(db), "r"(1));
-}
+SRC = HELPERS + r"""
 // m64n128k16: the accumulators' first or second half (NARROW: a warpgroup's 128 x 128 of a
 // 128 x 256 tile split by columns, two of these per k-step on A's two 64-row halves)
 template <int H>
@@ -58,8 +48,6 @@ __device__ __forceinline__ void mma128(float (&d)[128], unsigned long long da, u
                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {ACC64}, %64, %65, p, 1, 1, 0, 0;\n}\n"
                : ACC64_OUT : "l"(da), "l"(db), "r"(1));
 }
-__device__ __forceinline__ float ex2(float v) { float r; asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
-__device__ __forceinline__ float rcp(float v) { float r; asm volatile("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v)); return r; }
 
 // stream: bit w set = warpgroup w streams wgmmas; mufu: bit w set = warpgroup w computes
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -119,7 +107,7 @@ two_groups(const __half* __restrict__ src, float* __restrict__ sink, long long* 
   sink[blockIdx.x * 256 + threadIdx.x] = s;
   if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + wg] = t1 - t0;
 }
-""".replace("{ACC}", "{" + ACC + "}").replace("ACC_OUT", ACC_OUT)
+"""
 # mma128<H>: registers d[64 H .. 64 H + 63]
 SRC = SRC.replace("{ACC64}", "{" + ", ".join(f"%{i}" for i in range(64)) + "}").replace(
     "ACC64_OUT", ", ".join(f'"+f"(d[64 * H + {i}])' for i in range(64)))

@@ -6,7 +6,9 @@ computing the same thing?)
 
 The operands make pre-activations z = x @ W^T + bias that sweep [-10, 10]: K = 64, x and W
 N(0, 1) in fp16 with W scaled so that z has a standard deviation of about 4, a fp16 N(0, 1) bias.
-The reference is float64 throughout (the fp16 products summed exactly, then the formula), so what
+The reference is float64 throughout (the fp16 products summed exactly, then verify.activate, the
+judge's formula; its 1 + erf and 1 + tanh cancel, but in float64 that stays below 1e-8 fp16 ulps
+wherever the fp16 result is not 0), so what
 a result is off by is its own arithmetic and its one rounding to fp16. Errors are in fp16 ulps of
 the reference (2^(e - 10) for a normal value of exponent e, 2^-24 for a subnormal one), per band of
 z; ±0.5 ulp is the best a correctly rounded result can do. Fresh inputs each of --repeat rounds.
@@ -30,6 +32,7 @@ import numpy as np
 
 import stages
 from stages.core import gpu
+from stages.tools import verify
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -40,22 +43,6 @@ args = p.parse_args()
 
 BANDS = [(-10, -6), (-6, -4), (-4, -3), (-3, -2), (-2, -1), (-1, 0), (0, 1), (1, 10)]
 K = 64
-
-
-def gelu_tanh64(z):
-    # 0.5 z (1 + tanh(u)) = z / (1 + exp(-2u)): no cancellation where z is negative
-    u = math.sqrt(2.0 / math.pi) * (z + 0.044715 * z ** 3)
-    with np.errstate(over="ignore"):
-        return z / (1.0 + np.exp(-2.0 * u))
-
-
-def gelu_erf64(z):
-    try:  # float64 erf: numpy has none
-        from scipy.special import erfc  # noqa: PLC0415
-    except ImportError:
-        erfc = np.frompyfunc(math.erfc, 1, 1)
-    # x Phi(x) = x erfc(-x / sqrt 2) / 2: no cancellation where x is negative
-    return 0.5 * z * erfc(-z / math.sqrt(2.0)).astype(np.float64)
 
 
 def ulps(y16, ref):
@@ -76,7 +63,7 @@ for r in range(args.repeat):
     w = (rng.standard_normal((n, K)) * (4.0 / math.sqrt(K))).astype(np.float16)
     bias = rng.standard_normal(n).astype(np.float16)
     z = x.astype(np.float64) @ w.astype(np.float64).T + bias.astype(np.float64)  # exact sums of fp16 products
-    refs = {"gelu_tanh": gelu_tanh64(z), "gelu": gelu_erf64(z)}
+    refs = {form: verify.activate(z, form, np) for form in ("gelu_tanh", "gelu")}  # the judge's float64 forms
     xc, wc, bc = cp.asarray(x), cp.asarray(w), cp.asarray(bias)
     xt, wt, bt = (torch.from_numpy(v).cuda() for v in (x, w, bias))
     outs = {}
