@@ -582,6 +582,13 @@ case ${1:-} in
     run splitn-smoke3 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 --set STAGGER=3 $SN --epilogue all
     run splitn-smoke5 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 --set STAGGER=5 --set RING_A=8 --set RING_B=2 $SN --epilogue all
     grep -q "===== splitn-smoke5 rc=0" "$LOG" && grep -q "===== splitn-smoke3 rc=0" "$LOG" && run splitn-probe 300 python3 scripts/overlap_probe.py --variants "v5,SPLIT_N=1,SPLIT_N=1:STAGGER=2,SPLIT_N=1:STAGGER=3,SPLIT_N=1:STAGGER=4,SPLIT_N=1:STAGGER=5:RING_A=8:RING_B=2" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096 --epilogues plain,bias,bias+gelu_tanh,bias+gelu --rounds 4 --verify-shapes 2500x2056x777,2000x3000x4000 --repeat 1 --out "$LOGS/splitn" ;;
+  biasraw)     # (issue 13, 2026-12-02, twenty-third session) two stalls between tiles, each a temporary knob: an fp16
+               # bias converted where it is loaded (BIAS_RAW=0: every consumer warp waits for the load before its
+               # first wgmma) and the tile's origin worked out before the mainloop (COORDS_LATE=0: three integer
+               # divisions). Judged on odd shapes (float64, every epilogue), then timed against the builds before
+    mkdir -p "$LOGS/biasraw"
+    run biasraw-smoke 150 python3 -m stages verify v5_fused_epilogue --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --shape 1000x1000x1000 --epilogue all
+    grep -q "===== biasraw-smoke rc=0" "$LOG" && run biasraw-probe 380 python3 scripts/overlap_probe.py --variants "v5,BIAS_RAW=0,COORDS_LATE=0,BIAS_RAW=0:COORDS_LATE=0" --shapes 4096x4096x4096,8192x8192x8192,1000x1000x1000,16x14336x4096,128x14336x4096 --epilogues plain,bias,bias+gelu_tanh,bias+gelu --rounds 5 --verify-shapes 3001x4096x1000,4095x4096x4104,17x4097x1000 --repeat 1 --out "$LOGS/biasraw" ;;
   tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
                # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
                # 128 x 128 ones, against the rule
