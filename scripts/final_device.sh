@@ -589,6 +589,10 @@ case ${1:-} in
     mkdir -p "$LOGS/biasraw"
     run biasraw-smoke 150 python3 -m stages verify v5_fused_epilogue --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --shape 1000x1000x1000 --epilogue all
     grep -q "===== biasraw-smoke rc=0" "$LOG" && run biasraw-probe 380 python3 scripts/overlap_probe.py --variants "v5,BIAS_RAW=0,COORDS_LATE=0,BIAS_RAW=0:COORDS_LATE=0" --shapes 4096x4096x4096,8192x8192x8192,1000x1000x1000,16x14336x4096,128x14336x4096 --epilogues plain,bias,bias+gelu_tanh,bias+gelu --rounds 5 --verify-shapes 3001x4096x1000,4095x4096x4104,17x4097x1000 --repeat 1 --out "$LOGS/biasraw" ;;
+  biasraw2)    # (the same, again) the first run's order was fixed and two identical kernels read 1.5% apart at 8192^3:
+               # rounds now rotate the order, and BIAS_RAW=1 (the shipped build under another name) is the A/A control
+    mkdir -p "$LOGS/biasraw2"
+    run biasraw2-probe 480 python3 scripts/overlap_probe.py --variants "v5,BIAS_RAW=1,BIAS_RAW=0,COORDS_LATE=0" --shapes 4096x4096x4096,8192x8192x8192,16x14336x4096,1000x1000x1000 --epilogues plain,bias,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 17x4097x1000 --repeat 1 --out "$LOGS/biasraw2" ;;
   tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
                # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
                # 128 x 128 ones, against the rule

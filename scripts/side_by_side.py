@@ -32,11 +32,16 @@ def prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp):
 
 
 def interleaved(runs, rounds, reps, flush):
-    """({name: median ms}, {name: samples}): `rounds` rounds, each timing every run `reps` times."""
+    """({name: median ms}, {name: samples}): `rounds` rounds, each timing every run `reps` times.
+    Each round starts one run further along (round r: runs r, r + 1, ..., then 0 .. r - 1), so that
+    no run always comes first after the host's pause between shapes, or always after the same run
+    (in a fixed order, two identical kernels at 8192^3 read 1549 and 1573 us: results/probes/
+    20261202T045158-nvidia-h200-biasraw-probe.json)."""
     samples = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            samples[name] += time_gpu(run, reps=reps, flush=flush).ms
+    names = list(runs)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name] += time_gpu(runs[name], reps=reps, flush=flush).ms
     return {name: float(np.median(s)) for name, s in samples.items()}, samples
 
 
