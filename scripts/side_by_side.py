@@ -34,9 +34,11 @@ def prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp):
 def interleaved(runs, rounds, reps, flush):
     """({name: median ms}, {name: samples}): `rounds` rounds, each timing every run `reps` times.
     Each round starts one run further along (round r: runs r, r + 1, ..., then 0 .. r - 1), so that
-    no run always comes first after the host's pause between shapes, or always after the same run
-    (in a fixed order, two identical kernels at 8192^3 read 1549 and 1573 us: results/probes/
-    20261202T045158-nvidia-h200-biasraw-probe.json)."""
+    no run always comes first after the host's pause between shapes, or always after the same run.
+    (What it does not remove: at 8192^3, under the power cap, two identical kernels read 1549 and
+    1573 us in a fixed order and 1578 and 1596 us rotated, 8 rounds of 8; results/probes/
+    20261202T045158-nvidia-h200-biasraw-probe.json and 20261202T045339. A probe this short does not
+    resolve 1-2% there; at 4096^3 the same pair read within 0.1 us.)"""
     samples = {name: [] for name in runs}
     names = list(runs)
     for r in range(rounds):

@@ -409,6 +409,22 @@ def test_the_activations_issue_the_mufu_their_forms_say():
             assert mufu == 128 * per_element[form] + 7, (act, form, mufu)
 
 
+@pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (1000, 1000, 1000), (16, 14336, 4096)])
+def test_an_fp16_bias_is_converted_after_the_mainloop_not_where_it_is_loaded(m, n, k):
+    """kernel.cu `bias_raw_at`: a tile's fp16 bias is loaded before its mainloop and converted to
+    fp32 (HADD2.F32) only when staged after it. Converted where loaded (the code before), every
+    consumer warp waited for the global load before its first HGMMA. The rule's builds for a
+    128 x 256 tile, a 64 x 128 one in pairs and decode's swapped tile, each with an fp16 bias."""
+    bias = type("B", (), {"dtype": np.dtype(np.float16)})()
+    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, DEV,
+                contract.Epilogue(bias, 1.0, "gelu_tanh"))
+    d = v5.defines_for(call)
+    assert d["BIAS"] == 1
+    sass = [ln for ln in inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).splitlines()
+            if "HGMMA" in ln or "HADD2.F32" in ln]
+    assert any("HADD2.F32" in ln for ln in sass) and "HGMMA" in sass[0], sass[:3]
+
+
 @pytest.mark.parametrize("m, n, k, overlap", [
     (4096, 4096, 4096, 2), (4096, 4096, 1024, 2), (2048, 2048, 4096, 2), (2500, 2056, 777, 2),
     (4096, 4096, 192, 0),                 # 3 k-blocks: fewer than 2 x EPI_OVERLAP

@@ -655,21 +655,13 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 // bias is loaded as stored at the unit's start and converted only when staged after the mainloop:
 // an fp16 value converted where it is loaded makes every consumer warp wait for the load there,
 // before its first wgmma (ptxas puts the conversion beside the load).
-#ifndef COORDS_LATE
-#define COORDS_LATE 1  // TEMPORARY A/B knob: 0 works out the tile's origin before its mainloop (the build before)
-#endif
-#ifndef BIAS_RAW
-#define BIAS_RAW 1  // TEMPORARY A/B knob: 0 converts at the load (the build before)
-#endif
-#if BIAS == 1 && BIAS_RAW
+#if BIAS == 1
 typedef __half bias_raw_t;
 #else
 typedef float bias_raw_t;
 #endif
 __device__ __forceinline__ bias_raw_t bias_raw_at(const void* bias, int col, int N) {
-#if BIAS == 1 && !BIAS_RAW
-  return col < N ? __half2float(static_cast<const __half*>(bias)[col]) : 0.0f;
-#elif BIAS == 1
+#if BIAS == 1
   return col < N ? static_cast<const __half*>(bias)[col] : __ushort_as_half(0);
 #elif BIAS == 2
   return col < N ? static_cast<const float*>(bias)[col] : 0.0f;
@@ -678,7 +670,7 @@ __device__ __forceinline__ bias_raw_t bias_raw_at(const void* bias, int col, int
 #endif
 }
 __device__ __forceinline__ float bias_float(bias_raw_t v) {
-#if BIAS == 1 && BIAS_RAW
+#if BIAS == 1
   return __half2float(v);
 #else
   return v;
@@ -1233,35 +1225,22 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
     Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
     for (int unit, kb, ke; sch.next(unit, kb, ke);) {
-      const int split = SPLIT_CLUSTER > 1 ? split_rank : splits > 1 ? unit % splits : 0,
-                split_kt = split * k_tiles_per_split;
+      const int tile = splits > 1 ? unit / splits : unit;  // (no division where K is not split)
+      int um, un;
+      unit_coords(tile, units_m, units_n, um, un);
+      const int block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM),
+                block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
+      const int split = SPLIT_CLUSTER > 1 ? split_rank : unit - tile * splits, split_kt = split * k_tiles_per_split;
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
-      // The tile's origin (three integer divisions) and its bias are the epilogue's; place() works
-      // them out once the unit's first wgmmas are in flight, so that the tensor cores do not wait
-      // for them between tiles (and ends the mainloop early if it has not run).
-      int block_m = 0, block_n = 0;
-      bool placed = false;
 #if BIAS_BYTES
-      // The tile's bias: each consumer thread loads its share in place(), as stored, the loads
-      // complete during the mainloop, and the values reach shared memory as fp32 after it
+      // The tile's bias: each consumer thread loads its share now, as stored, the loads complete
+      // during the mainloop, and the values reach shared memory as fp32 after it
       // (BIAS_PER_THREAD registers held; bias_raw_at).
       bias_raw_t bias_reg[BIAS_PER_THREAD];
-#endif
-      auto place = [&]() {
-        int um, un;
-        unit_coords(splits > 1 ? unit / splits : unit, units_m, units_n, um, un);
-        block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM);
-        block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
-#if BIAS_BYTES
 #pragma unroll
-        for (int i = 0; i < BIAS_PER_THREAD; ++i)
-          bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
-                                : bias_raw_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
-#endif
-        placed = true;
-      };
-#if !COORDS_LATE
-      place();
+      for (int i = 0; i < BIAS_PER_THREAD; ++i)
+        bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
+                              : bias_raw_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
 #endif
 
       int kt = kt0, kt_end = kt1;
@@ -1309,9 +1288,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
 #endif
         wgmma_commit();
-#if COORDS_LATE
-        if (kt == kt0) place();  // (under the unit's first wgmmas)
-#endif
 #if DEFER
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
         // k-blocks of them, or all of a shorter piece).
@@ -1349,7 +1325,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
 #endif
-      if (!placed) place();  // (a mainloop that did not run it: the overlap's)
 
 #if STREAMK && !PARTIAL
       // ---- stream-K fixup: a unit split over workers is stored by the one holding its last
