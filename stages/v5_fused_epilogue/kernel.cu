@@ -572,6 +572,9 @@ __device__ __forceinline__ bool bar_any(bool p) {
 #ifndef ACT_MATH
 #define ACT_MATH 1
 #endif
+#ifndef GELU_DEG
+#define GELU_DEG 9
+#endif
 __device__ __forceinline__ float ex2_ftz(float t) {  // 2^t, one MUFU.EX2 (0 below 2^-126)
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(t));
@@ -585,6 +588,16 @@ __device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max
 // gelu (ACT_MATH=1): Phi(-a), a = |x| clamped (above).
 __device__ __forceinline__ float gelu_tail(float x, float& a) {
   a = fminf(fabsf(x), 6.5f);
+#if GELU_DEG == 7  // TEMPORARY A/B knob
+  float q = -1.8235431e-06f;
+  q = fmaf(q, a, 6.1407583e-05f);
+  q = fmaf(q, a, -0.00092928176f);
+  q = fmaf(q, a, 0.0085039688f);
+  q = fmaf(q, a, -0.053953908f);
+  q = fmaf(q, a, -0.45846882f);
+  q = fmaf(q, a, -1.1512499f);
+  q = fmaf(q, a, -0.99999535f);
+#else
   float q = 2.6890019e-08f;  // log2 Phi(-a) ~ sum c_i a^i, Horner
   q = fmaf(q, a, -7.434425e-07f);
   q = fmaf(q, a, 6.6956695e-06f);
@@ -595,6 +608,7 @@ __device__ __forceinline__ float gelu_tail(float x, float& a) {
   q = fmaf(q, a, -0.45872128f);
   q = fmaf(q, a, -1.1511956f);
   q = fmaf(q, a, -0.9999972f);
+#endif
   return ex2_ftz(q);
 }
 // gelu_tanh, silu (ACT_MATH=1): x clamped below (above), then e = e^-z, so that y = x / (1 + e).
