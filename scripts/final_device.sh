@@ -597,7 +597,7 @@ case ${1:-} in
                # FFMA fewer per element, 5.5e-6 relative in the float32 emulation) against the shipped degree 9: judged
                # on odd shapes, then timed interleaved (rotated rounds; GELU_DEG=9 is the shipped build again, the A/A)
     mkdir -p "$LOGS/geludeg"
-    run geludeg-smoke 120 python3 -m stages verify v5_fused_epilogue --set GELU_DEG=7 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --epilogue gelu --epilogue bias+gelu --repeat 2
+    run geludeg-smoke 120 python3 -m stages verify v5_fused_epilogue --set GELU_DEG=7 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --epilogue gelu --epilogue bias16+gelu --repeat 2
     grep -q "===== geludeg-smoke rc=0" "$LOG" && run geludeg-probe 300 python3 scripts/overlap_probe.py --variants "v5,GELU_DEG=9,GELU_DEG=7" --shapes 4096x4096x4096,128x14336x4096,1000x1000x1000 --epilogues bias,bias+gelu,gelu --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/geludeg" ;;
   tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
                # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
