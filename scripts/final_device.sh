@@ -599,6 +599,23 @@ case ${1:-} in
     mkdir -p "$LOGS/geludeg"
     run geludeg-smoke 120 python3 -m stages verify v5_fused_epilogue --set GELU_DEG=7 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --epilogue gelu --epilogue bias16+gelu --repeat 2
     grep -q "===== geludeg-smoke rc=0" "$LOG" && run geludeg-probe 300 python3 scripts/overlap_probe.py --variants "v5,GELU_DEG=9,GELU_DEG=7" --shapes 4096x4096x4096,128x14336x4096,1000x1000x1000 --epilogues bias,bias+gelu,gelu --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/geludeg" ;;
+  close23a)    # (issue 13, 2026-12-02, twenty-third session's close) both suite orders at once, nothing else on the GPU
+    run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 560 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    wait ;;
+  close23b)    # (the same close, after the suites) the published plain and fused benches, the fused GELUs' accuracy
+               # again (v5's gelu is now degree 7), v5's odd shapes with every epilogue 20 times, and the sanitizers
+               # on odd shapes with every epilogue (the bias path changed)
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --epilogue all"
+    run bench-plain 120 python3 -m stages bench v5_fused_epilogue cublas $BIG --publish
+    run bench-fused 140 python3 -m stages bench v5_fused_epilogue $FUSED --publish
+    mkdir -p "$LOGS/acc"
+    run gelu-accuracy 90 python3 scripts/gelu_accuracy_probe.py --out "$LOGS/acc"
+    run v5-odd-20 150 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    run v5-memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    run v5-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    run v5-synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    wait ;;
   tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
                # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
                # 128 x 128 ones, against the rule
