@@ -616,6 +616,11 @@ case ${1:-} in
     run v5-racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
     run v5-synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
     wait ;;
+  close23c)    # (the same close) what close23b's budget cut short, alone: racecheck with every epilogue, the odd shapes x20
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --epilogue all"
+    run v5-racecheck 330 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    run v5-odd-20 330 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    wait ;;
   tallk)       # (issue 13) M 129-192 with a long K on a 4096-wide weight: 96 tiles of 64 x 128, unsplit, leave 36
                # SMs idle (129 x 4096 x 14336 68.8 us against cuBLAS's 45.8). Split K over 192 x 128 tiles or
                # 128 x 128 ones, against the rule
