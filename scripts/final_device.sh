@@ -582,7 +582,7 @@ case ${1:-} in
     run splitn-smoke3 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 --set STAGGER=3 $SN --epilogue all
     run splitn-smoke5 100 python3 -m stages verify v5_fused_epilogue --set SPLIT_N=1 --set STAGGER=5 --set RING_A=8 --set RING_B=2 $SN --epilogue all
     grep -q "===== splitn-smoke5 rc=0" "$LOG" && grep -q "===== splitn-smoke3 rc=0" "$LOG" && run splitn-probe 300 python3 scripts/overlap_probe.py --variants "v5,SPLIT_N=1,SPLIT_N=1:STAGGER=2,SPLIT_N=1:STAGGER=3,SPLIT_N=1:STAGGER=4,SPLIT_N=1:STAGGER=5:RING_A=8:RING_B=2" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096 --epilogues plain,bias,bias+gelu_tanh,bias+gelu --rounds 4 --verify-shapes 2500x2056x777,2000x3000x4000 --repeat 1 --out "$LOGS/splitn" ;;
-  biasraw)     # (issue 13, 2026-12-02, twenty-third session) two stalls between tiles, each a temporary knob: an fp16
+  biasraw)     # (issue 13, 2026-12-02, twenty-third session; the knobs existed at 8679f0c and d7a8769, removed in 0b585e9) two stalls between tiles, each a temporary knob: an fp16
                # bias converted where it is loaded (BIAS_RAW=0: every consumer warp waits for the load before its
                # first wgmma) and the tile's origin worked out before the mainloop (COORDS_LATE=0: three integer
                # divisions). Judged on odd shapes (float64, every epilogue), then timed against the builds before
@@ -593,7 +593,7 @@ case ${1:-} in
                # rounds now rotate the order, and BIAS_RAW=1 (the shipped build under another name) is the A/A control
     mkdir -p "$LOGS/biasraw2"
     run biasraw2-probe 480 python3 scripts/overlap_probe.py --variants "v5,BIAS_RAW=1,BIAS_RAW=0,COORDS_LATE=0" --shapes 4096x4096x4096,8192x8192x8192,16x14336x4096,1000x1000x1000 --epilogues plain,bias,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 17x4097x1000 --repeat 1 --out "$LOGS/biasraw2" ;;
-  geludeg)     # (issue 13, 2026-12-02) gelu's log2 Phi(-a) by a degree-7 polynomial (GELU_DEG=7, a temporary knob: two
+  geludeg)     # (issue 13, 2026-12-02; the knob existed at e096350 and 47e9622, degree 7 shipped in f1f2cb2) gelu's log2 Phi(-a) by a degree-7 polynomial (GELU_DEG=7, a temporary knob: two
                # FFMA fewer per element, 5.5e-6 relative in the float32 emulation) against the shipped degree 9: judged
                # on odd shapes, then timed interleaved (rotated rounds; GELU_DEG=9 is the shipped build again, the A/A)
     mkdir -p "$LOGS/geludeg"
