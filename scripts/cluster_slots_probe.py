@@ -20,14 +20,7 @@ import numpy as np
 
 from stages.core import gpu
 from stages.tools import records
-
-SPIN = r'''
-extern "C" __global__ void spin(long long ns) {
-  long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-}
-'''
+from stages.tools.timing import QueueHold  # its kernel: every thread spins `ns` on %globaltimer
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=".")
@@ -37,7 +30,7 @@ args = p.parse_args()
 cp = gpu.cupy()
 drv = gpu.driver()
 dev = gpu.current()
-kern = cp.RawKernel(SPIN, "spin")
+kern = cp.RawKernel(QueueHold.SOURCE, "queue_hold")
 smem = dev.smem_optin_bytes - 1024
 kern.max_dynamic_shared_size_bytes = smem
 func = drv.CUfunction(kern.kernel.ptr)

@@ -82,9 +82,11 @@ class QueueHold:
     """Holds the GPU's queue for `us` microseconds with one thread waiting on %globaltimer, which
     touches no memory: the caches stay as they were. Passed to `time_gpu` as its `flush`, it is
     queued ahead of each start event, so the host enqueues the timed launch while the GPU is still
-    busy and the events bracket the kernel alone, however long the call path takes (up to `us`)."""
+    busy and the events bracket the kernel alone, however long the call path takes (up to `us`).
+    `SOURCE` (kernel `queue_hold(long long ns)`, one spin per thread) also serves
+    scripts/cluster_slots_probe.py, which launches it as clusters."""
 
-    _SRC = r"""
+    SOURCE = r"""
 extern "C" __global__ void queue_hold(long long ns) {
   long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -95,7 +97,7 @@ extern "C" __global__ void queue_hold(long long ns) {
     def __init__(self, us: float = 200.0):
         cp = gpu.cupy()
         self.us = us
-        self._kernel = cp.RawKernel(self._SRC, "queue_hold")
+        self._kernel = cp.RawKernel(self.SOURCE, "queue_hold")
         self._ns = np.int64(round(us * 1000))
 
     def __call__(self):
