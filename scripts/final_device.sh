@@ -599,6 +599,19 @@ case ${1:-} in
     mkdir -p "$LOGS/geludeg"
     run geludeg-smoke 120 python3 -m stages verify v5_fused_epilogue --set GELU_DEG=7 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --epilogue gelu --epilogue bias16+gelu --repeat 2
     grep -q "===== geludeg-smoke rc=0" "$LOG" && run geludeg-probe 300 python3 scripts/overlap_probe.py --variants "v5,GELU_DEG=9,GELU_DEG=7" --shapes 4096x4096x4096,128x14336x4096,1000x1000x1000 --epilogues bias,bias+gelu,gelu --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/geludeg" ;;
+  ex2soft)     # (issue 13, 2026-12-02, twenty-fourth session) gelu_tanh's and silu's epilogue is bound by the MUFU
+               # (1.5 per element, 16 per SM per clock): EX2_SOFT=n (a temporary knob) computes n of every 8 elements'
+               # ex2 on the FMA pipe (kernel.cu ex2_fma). The math alone first (probes/epilogue_math.py), then judged
+               # on odd shapes (float64, every epilogue), then timed interleaved (EX2_SOFT=0 is the shipped build
+               # again, the A/A); and, v5 only, what a per-element multiply costs the plain GEMM (alpha) beside the bias
+    mkdir -p "$LOGS/ex2soft"
+    run ex2soft-math 120 env OUT="$LOGS/ex2soft" python3 probes/epilogue_math.py --ex2-soft 1,2,3,4
+    SOFTODD="--shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --epilogue alpha+bias32+gelu_tanh --epilogue bias16+silu --epilogue alpha+silu --repeat 2"
+    run ex2soft-smoke2 150 python3 -m stages verify v5_fused_epilogue --set EX2_SOFT=2 $SOFTODD &
+    run ex2soft-smoke4 150 python3 -m stages verify v5_fused_epilogue --set EX2_SOFT=4 $SOFTODD &
+    wait
+    grep -q "===== ex2soft-smoke2 rc=0" "$LOG" && grep -q "===== ex2soft-smoke4 rc=0" "$LOG" && run ex2soft-probe 300 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0,EX2_SOFT=1,EX2_SOFT=2,EX2_SOFT=4" --shapes 4096x4096x4096,8192x8192x8192,1000x1000x1000 --epilogues bias+silu,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/ex2soft"
+    run alpha-probe 150 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0" --shapes 4096x4096x4096 --epilogues plain,alpha,bias,alpha+bias --rounds 8 --reps 8 --verify-shapes 17x4097x1000 --repeat 1 --out "$LOGS/ex2soft" ;;
   close23a)    # (issue 13, 2026-12-02, twenty-third session's close) both suite orders at once, nothing else on the GPU
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 560 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &

@@ -584,6 +584,25 @@ __device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
   return r;
 }
+// 2^t on the FMA pipe instead of the MUFU (EX2_SOFT, a knob: how many of every 8 elements' ex2 in
+// gelu_tanh and silu are computed this way). t clamped at -126 (below it 2^t is under fp32's
+// normal range); tm = t + 1.5 * 2^23 holds round(t) in its low mantissa bits; f = t - round(t)
+// in [-0.5, 0.5]; p = 2^f by a degree-4 fit with p(0) = 1 (2.9e-6 relative in a float32
+// emulation); then round(t) added to p's exponent field.
+#ifndef EX2_SOFT
+#define EX2_SOFT 0
+#endif
+__device__ __forceinline__ float ex2_fma(float t) {
+  t = fmaxf(t, -126.0f);
+  const float tm = t + 12582912.0f;
+  const float f = t - (tm - 12582912.0f);
+  float p = 0.00958285314f;
+  p = fmaf(p, f, 0.0559064267f);
+  p = fmaf(p, f, 0.240240986f);
+  p = fmaf(p, f, 0.693124193f);
+  p = fmaf(p, f, 1.0f);
+  return __int_as_float(__float_as_int(p) + (__float_as_int(tm) << 23));
+}
 // gelu (ACT_MATH=1): Phi(-a), a = |x| clamped (above).
 __device__ __forceinline__ float gelu_tail(float x, float& a) {
   a = fminf(fabsf(x), 6.5f);
@@ -608,6 +627,18 @@ __device__ __forceinline__ float sig_exp(float x) {
   return ex2_ftz(-1.44269504f * x);
 #endif
 }
+__device__ __forceinline__ float sig_exp_soft(float x) {  // sig_exp with ex2_fma
+#if ACT == 3
+  return ex2_fma(-x * fmaf(0.10294324f, x * x, 2.3022082f));
+#else
+  return ex2_fma(-1.44269504f * x);
+#endif
+}
+// Element s (0-7) of two consecutive chunks takes ex2_fma where the bit reversal of s is below
+// EX2_SOFT: 1 -> element 0, 2 -> 0 and 4, 4 -> 0, 2, 4, 6 (spread over both pairs of a chunk).
+__device__ __forceinline__ constexpr bool ex2_soft(int s) {
+  return (((s & 1) << 2) | (s & 2) | ((s & 4) >> 2)) < EX2_SOFT;
+}
 __device__ __forceinline__ float activate(float x) {
 #if ACT == 1
   return fmaxf(x, 0.0f);
@@ -631,12 +662,14 @@ __device__ __forceinline__ float activate(float x) {
 }
 // Four elements: activate() on each, but with ACT_MATH=1 gelu_tanh and silu share one
 // reciprocal per two elements.
-__device__ __forceinline__ void activate_4(float (&x)[4]) {
+__device__ __forceinline__ void activate_4(float (&x)[4], [[maybe_unused]] int chunk) {
 #if ACT_MATH && (ACT == 3 || ACT == 4)
 #pragma unroll
   for (int i = 0; i < 4; i += 2) {
     const float x0 = sig_clamp(x[i]), x1 = sig_clamp(x[i + 1]);
-    const float e0 = sig_exp(x0), e1 = sig_exp(x1);
+    const int s = 4 * (chunk & 1) + i;
+    const float e0 = ex2_soft(s) ? sig_exp_soft(x0) : sig_exp(x0);
+    const float e1 = ex2_soft(s + 1) ? sig_exp_soft(x1) : sig_exp(x1);
     const float d1 = 1.0f + e1;
     const float r = rcp_ftz(fmaf(e0, d1, d1));  // 1 / ((1 + e0)(1 + e1))
     x[i] = x0 * (r * d1);
@@ -710,7 +743,7 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
 #endif
-    activate_4(x);
+    activate_4(x, j0 + j);
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
   }
