@@ -612,6 +612,16 @@ case ${1:-} in
     wait
     grep -q "===== ex2soft-smoke2 rc=0" "$LOG" && grep -q "===== ex2soft-smoke4 rc=0" "$LOG" && run ex2soft-probe 300 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0,EX2_SOFT=1,EX2_SOFT=2,EX2_SOFT=4" --shapes 4096x4096x4096,8192x8192x8192,1000x1000x1000 --epilogues bias+silu,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/ex2soft"
     run alpha-probe 150 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0" --shapes 4096x4096x4096 --epilogues plain,alpha,bias,alpha+bias --rounds 8 --reps 8 --verify-shapes 17x4097x1000 --repeat 1 --out "$LOGS/ex2soft" ;;
+  biasat)      # (issue 13, 2026-12-02, twenty-fourth session) where the bias's ~2.3 us over plain at 4096^3 goes: BIAS_PROBE
+               # (timing only, wrong results: 1 no bias load, staging or barriers; 2 also no shared-memory loads) and
+               # BIAS_AT=d (a knob: the bias staged between its two barriers under k-block d of the unit's wgmmas,
+               # where both warpgroups meet anyway, instead of after the mainloop); BIAS_PROBE=0 is the A/A
+    mkdir -p "$LOGS/biasat"
+    SODD="--shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --shape 1x7x13 --shape 16x14336x4096 --shape 1000x1000x1000 --epilogue all"
+    run biasat-smoke1 200 python3 -m stages verify v5_fused_epilogue --set BIAS_AT=1 $SODD &
+    run biasat-smoke2 200 python3 -m stages verify v5_fused_epilogue --set BIAS_AT=2 $SODD &
+    wait
+    run biasat-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_PROBE=0,BIAS_PROBE=1,BIAS_PROBE=2,BIAS_AT=1,BIAS_AT=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,16x14336x4096 --epilogues plain,bias,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasat" ;;
   close23a)    # (issue 13, 2026-12-02, twenty-third session's close) both suite orders at once, nothing else on the GPU
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 560 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &

@@ -589,6 +589,12 @@ __device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max
 // normal range); tm = t + 1.5 * 2^23 holds round(t) in its low mantissa bits; f = t - round(t)
 // in [-0.5, 0.5]; p = 2^f by a degree-4 fit with p(0) = 1 (2.9e-6 relative in a float32
 // emulation); then round(t) added to p's exponent field.
+#ifndef BIAS_AT
+#define BIAS_AT -1
+#endif
+#ifndef BIAS_PROBE
+#define BIAS_PROBE 0  // timing only (wrong results): 1 no bias load, staging or barriers; 2 also no LDS
+#endif
 #ifndef EX2_SOFT
 #define EX2_SOFT 0
 #endif
@@ -738,7 +744,8 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
 #else
     float2 bv = make_float2(0.0f, 0.0f);
 #if BIAS
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
+    if (BIAS_PROBE == 2) bv = make_float2(0.25f, -0.5f);
+    else asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
@@ -1272,8 +1279,19 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       bias_raw_t bias_reg[BIAS_PER_THREAD];
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
+        if (!BIAS_PROBE) bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
                               : bias_raw_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
+      // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
+      // before it is overwritten, and all of it is written before anyone reads (second).
+      auto stage_bias = [&]() {
+        if (BIAS_PROBE) return;
+        named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
+#pragma unroll
+        for (int i = 0; i < BIAS_PER_THREAD; ++i)
+          if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_float(bias_reg[i])) : "memory");
+        named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
+      };
 #endif
 
       int kt = kt0, kt_end = kt1;
@@ -1325,6 +1343,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
         // k-blocks of them, or all of a shorter piece).
         if (kt == min(kt0 + EPI_DEFER - 1, kt1 - 1)) flush_deferred();
+#endif
+#if BIAS_BYTES && BIAS_AT >= 0 && !OVERLAP
+        // (BIAS_AT, a knob: the bias staged under this k-block's wgmmas, where both warpgroups
+        // meet anyway, instead of after the mainloop)
+        if (kt == min(kt0 + BIAS_AT, kt1 - 1)) stage_bias();
 #endif
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
@@ -1515,12 +1538,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if BIAS_BYTES
       // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
       // before it is overwritten, and all of it is written before anyone reads (second).
-      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
-#pragma unroll
-      for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
-          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_float(bias_reg[i])) : "memory");
-      named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
+#if BIAS_AT < 0 || OVERLAP
+      stage_bias();
+#endif
 #endif
 #if TMA_STORE
       static_for<0, BN / EPI_COLS>([&](const int pass) {
