@@ -622,6 +622,14 @@ case ${1:-} in
     run biasat-smoke2 200 python3 -m stages verify v5_fused_epilogue --set BIAS_AT=2 $SODD &
     wait
     run biasat-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_PROBE=0,BIAS_PROBE=1,BIAS_PROBE=2,BIAS_AT=1,BIAS_AT=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,16x14336x4096 --epilogues plain,bias,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasat" ;;
+  biasfirst)   # (issue 13, 2026-12-02, twenty-fourth session) biasat showed the bias's shared-memory loads, not its staging,
+               # cost ~1.5 us at 4096^3 (BIAS_PROBE=2 against 1): BIAS_FIRST=1 (a knob) applies alpha and the bias to the
+               # whole tile first, its loads together, then the activation per store pass. Judged on odd shapes
+               # (float64, every epilogue), then timed interleaved; BIAS_FIRST=0 is the A/A, BIAS_PROBE=2 the bound
+    mkdir -p "$LOGS/biasfirst"
+    SODD="--shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --shape 1x7x13 --shape 16x14336x4096 --shape 1000x1000x1000 --epilogue all"
+    run biasfirst-smoke 200 python3 -m stages verify v5_fused_epilogue --set BIAS_FIRST=1 $SODD
+    grep -q "===== biasfirst-smoke rc=0" "$LOG" && run biasfirst-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_FIRST=0,BIAS_FIRST=1,BIAS_FIRST=1:BIAS_AT=1,BIAS_PROBE=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,8192x8192x8192 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasfirst" ;;
   close23a)    # (issue 13, 2026-12-02, twenty-third session's close) both suite orders at once, nothing else on the GPU
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 560 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &

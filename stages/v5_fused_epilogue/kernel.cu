@@ -589,6 +589,9 @@ __device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max
 // normal range); tm = t + 1.5 * 2^23 holds round(t) in its low mantissa bits; f = t - round(t)
 // in [-0.5, 0.5]; p = 2^f by a degree-4 fit with p(0) = 1 (2.9e-6 relative in a float32
 // emulation); then round(t) added to p's exponent field.
+#ifndef BIAS_FIRST
+#define BIAS_FIRST 0
+#endif
 #ifndef BIAS_AT
 #define BIAS_AT -1
 #endif
@@ -727,17 +730,27 @@ __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
 __device__ __forceinline__ float fuse_one(float v, const void* bias, float alpha, int col, int N) {
   return activate(fmaf(alpha, v, bias_at(bias, col, N)));
 }
-template <int COUNT>
+// PART (BIAS_FIRST, a knob): 3 alpha, bias and activation; 1 alpha and bias only; 2 the activation only.
+template <int COUNT, int PART = 3>
 __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t,
                                      [[maybe_unused]] int r) {
 #if FUSED
 #if BIAS && SWAP_AB
-  float b_lo, b_hi;  // rows r and r + 8
+  float b_lo = 0.0f, b_hi = 0.0f;  // rows r and r + 8
+  if (PART & 1) {
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_lo) : "r"(bias_tile + 4 * r));
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_hi) : "r"(bias_tile + 4 * (r + 8)));
+  }
 #endif
 #pragma unroll
   for (int j = 0; j < COUNT; ++j) {
+    if (!(PART & 1)) {
+      float x[4] = {acc[4 * (j0 + j)], acc[4 * (j0 + j) + 1], acc[4 * (j0 + j) + 2], acc[4 * (j0 + j) + 3]};
+      activate_4(x, j0 + j);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
+      continue;
+    }
 #if BIAS && SWAP_AB
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], b_lo), fmaf(alpha, acc[4 * (j0 + j) + 1], b_lo),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], b_hi), fmaf(alpha, acc[4 * (j0 + j) + 3], b_hi)};
@@ -750,7 +763,7 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
 #endif
-    activate_4(x, j0 + j);
+    if (PART & 2) activate_4(x, j0 + j);
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
   }
@@ -1243,7 +1256,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // staged bias, the activation), rounded to fp16 (h[2 jj] row g, h[2 jj + 1] row g + 8) and
     // stored to columns x .. of rows y .. y + 63 of C.
     auto epi_pass = [&](const int pass, int x, int y) {
-      fuse<EPI_COLS / 8>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
+      fuse<EPI_COLS / 8, BIAS_FIRST && !OVERLAP ? 2 : 3>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
                          wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
       unsigned h[EPI_COLS / 4];
 #pragma unroll
@@ -1543,6 +1556,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
 #endif
 #if TMA_STORE
+#if BIAS_FIRST && !OVERLAP
+      // (BIAS_FIRST, a knob: alpha and the bias on the whole tile first, its shared-memory loads
+      // together, then the activation per store pass)
+      fuse<BN / 8, 1>(acc, 0, bias_base, alpha, lane % 4, wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
+#endif
       static_for<0, BN / EPI_COLS>([&](const int pass) {
 #if OVERLAP
         if (pass == 1) {  // half 1, whose wgmmas ran under pass 0: it waits for the next unit's head
