@@ -768,7 +768,7 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
   }
 #else
-  if (alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
+  if ((PART & 1) && alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
 #pragma unroll
     for (int e = 0; e < 4 * COUNT; ++e) acc[4 * j0 + e] *= alpha;
   }
