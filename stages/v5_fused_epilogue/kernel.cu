@@ -177,8 +177,16 @@
 #endif
 // The tile's bias, BN fp32 values staged in shared memory once per tile (BIAS != 0, no split).
 #define BIAS_LEN (SWAP_AB ? BM : BN)         // the tile's bias values: per column (per row with SWAP_AB)
+#ifndef BIAS_VEC
+#define BIAS_VEC 0  // a knob: 1 stages a column's bias at [t][j][e] (t = (c % 8) / 2), so one 16-byte load serves two chunks
+#endif
+#if SWAP_AB
+#undef BIAS_VEC
+#define BIAS_VEC 0
+#endif
+#define BIAS_ROW (BN / 4 + 4)  // (BIAS_VEC: floats per t, 16 bytes of padding so that the four t's hit different banks)
 #if BIAS && !PARTIAL
-#define BIAS_BYTES (BIAS_LEN * 4)
+#define BIAS_BYTES ((BIAS_VEC ? 4 * BIAS_ROW : BIAS_LEN) * 4)
 #else
 #define BIAS_BYTES 0
 #endif
@@ -742,6 +750,7 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
   asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_hi) : "r"(bias_tile + 4 * (r + 8)));
   }
 #endif
+  [[maybe_unused]] float2 bn = make_float2(0.0f, 0.0f);  // (BIAS_VEC: the next chunk's bias, loaded with this one's)
 #pragma unroll
   for (int j = 0; j < COUNT; ++j) {
     if (!(PART & 1)) {
@@ -758,6 +767,11 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     float2 bv = make_float2(0.0f, 0.0f);
 #if BIAS
     if (BIAS_PROBE == 2) bv = make_float2(0.25f, -0.5f);
+    else if (BIAS_VEC && (j0 + j) % 2 == 0 && j + 1 < COUNT)
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(bv.x), "=f"(bv.y), "=f"(bn.x), "=f"(bn.y) : "r"(bias_tile + 4 * (t * BIAS_ROW + 2 * (j0 + j))));
+    else if (BIAS_VEC && (j0 + j) % 2 == 1 && j > 0) bv = bn;
+    else if (BIAS_VEC)
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (t * BIAS_ROW + 2 * (j0 + j))));
     else asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
@@ -1301,8 +1315,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
         for (int i = 0; i < BIAS_PER_THREAD; ++i)
-          if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
-            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_float(bias_reg[i])) : "memory");
+          if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN) {
+            const int c = consumer_tid + i * CONSUMER_THREADS;  // (BIAS_VEC: column c at [t][j][e], rows padded)
+            const int pos = BIAS_VEC ? ((c % 8) / 2) * BIAS_ROW + 2 * (c / 8) + c % 2 : c;
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * pos), "f"(bias_float(bias_reg[i])) : "memory");
+          }
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
       };
 #endif
