@@ -640,6 +640,16 @@ case ${1:-} in
     run biasvec-smoke1 200 python3 -m stages verify v5_fused_epilogue --set BIAS_VEC=1 $SODD &
     wait
     grep -q "===== biasvec-smoke3 rc=0" "$LOG" && grep -q "===== biasvec-smoke1 rc=0" "$LOG" && run biasvec-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_VEC=0,BIAS_FIRST=1:BIAS_AT=1,BIAS_FIRST=1:BIAS_AT=1:BIAS_VEC=1,BIAS_AT=1:BIAS_VEC=1,BIAS_PROBE=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,4095x4097x4104 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasvec" ;;
+  biasglobal)  # (issue 13, 2026-12-02, twenty-fourth session) biasvec: halving the bias's shared loads gained ~0.1 us: the loads
+               # themselves, waiting behind the shared memory's traffic, look to be the cost. BIAS_GLOBAL=1 (a knob, TMA-store
+               # builds only) reads each chunk's bias pair straight from global memory through L1 in the epilogue: no
+               # staging, no barriers, no shared loads. Judged on odd shapes (float64, every epilogue), then timed interleaved
+    mkdir -p "$LOGS/biasglobal"
+    SODD="--shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --shape 1x7x13 --shape 16x14336x4096 --shape 1000x1000x1000 --shape 4095x4097x4104 --shape 129x7x4104 --epilogue all"
+    run biasglobal-smoke1 200 python3 -m stages verify v5_fused_epilogue --set BIAS_GLOBAL=1 $SODD &
+    run biasglobal-smoke2 200 python3 -m stages verify v5_fused_epilogue --set BIAS_GLOBAL=1 --set BIAS_FIRST=1 $SODD &
+    wait
+    grep -q "===== biasglobal-smoke1 rc=0" "$LOG" && grep -q "===== biasglobal-smoke2 rc=0" "$LOG" && run biasglobal-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_GLOBAL=0,BIAS_FIRST=1:BIAS_AT=1,BIAS_GLOBAL=1,BIAS_FIRST=1:BIAS_GLOBAL=1,BIAS_PROBE=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,4095x4096x4104 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasglobal" ;;
   close23a)    # (issue 13, 2026-12-02, twenty-third session's close) both suite orders at once, nothing else on the GPU
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 560 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &

@@ -729,6 +729,21 @@ __device__ __forceinline__ float bias_float(bias_raw_t v) {
 __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
   return bias_float(bias_raw_at(bias, col, N));
 }
+// BIAS_GLOBAL (a knob): columns col and col + 1 of the bias straight from global memory (through
+// L1), one 4- or 8-byte load where both exist (the bias assumed aligned to it: a probe).
+#ifndef BIAS_GLOBAL
+#define BIAS_GLOBAL 0
+#endif
+#define BIAS_G (BIAS_GLOBAL && BIAS && TMA_STORE && !SWAP_AB && !OVERLAP)
+// (TMA_STORE: N % 8 == 0, so col + 1 < N wherever col < N.)
+__device__ __forceinline__ float2 bias_pair(const void* bias, int col, int N) {
+#if BIAS == 1
+  const __half2 v = col < N ? __ldg(reinterpret_cast<const __half2*>(static_cast<const __half*>(bias) + col)) : __half2();
+  return __half22float2(v);
+#else
+  return col < N ? __ldg(reinterpret_cast<const float2*>(static_cast<const float*>(bias) + col)) : make_float2(0.0f, 0.0f);
+#endif
+}
 // Chunks j0 .. j0 + COUNT - 1 of a thread's accumulators (acc[4j + e]: tile column 8j + 2t +
 // (e & 1), rows g and g + 8), in place. The bias comes from the tile's staged copy in shared
 // memory (bias_tile: BN fp32, column c at byte 4c): one 8-byte load per chunk, ~30 cycles.
@@ -741,7 +756,8 @@ __device__ __forceinline__ float fuse_one(float v, const void* bias, float alpha
 // PART (BIAS_FIRST, a knob): 3 alpha, bias and activation; 1 alpha and bias only; 2 the activation only.
 template <int COUNT, int PART = 3>
 __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t,
-                                     [[maybe_unused]] int r) {
+                                     [[maybe_unused]] int r, [[maybe_unused]] const void* gbias = nullptr,
+                                     [[maybe_unused]] int gcol0 = 0, [[maybe_unused]] int gN = 0) {
 #if FUSED
 #if BIAS && SWAP_AB
   float b_lo = 0.0f, b_hi = 0.0f;  // rows r and r + 8
@@ -767,6 +783,7 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     float2 bv = make_float2(0.0f, 0.0f);
 #if BIAS
     if (BIAS_PROBE == 2) bv = make_float2(0.25f, -0.5f);
+    else if (BIAS_G) bv = bias_pair(gbias, gcol0 + 8 * (j0 + j) + 2 * t, gN);
     else if (BIAS_VEC && (j0 + j) % 2 == 0 && j + 1 < COUNT)
       asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(bv.x), "=f"(bv.y), "=f"(bn.x), "=f"(bn.y) : "r"(bias_tile + 4 * (t * BIAS_ROW + 2 * (j0 + j))));
     else if (BIAS_VEC && (j0 + j) % 2 == 1 && j > 0) bv = bn;
@@ -1271,7 +1288,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // stored to columns x .. of rows y .. y + 63 of C.
     auto epi_pass = [&](const int pass, int x, int y) {
       fuse<EPI_COLS / 8, BIAS_FIRST && !OVERLAP ? 2 : 3>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
-                         wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
+                         wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4, bias, x - pass * EPI_COLS, N);
       unsigned h[EPI_COLS / 4];
 #pragma unroll
       for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
@@ -1306,12 +1323,12 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       bias_raw_t bias_reg[BIAS_PER_THREAD];
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        if (!BIAS_PROBE) bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
+        if (!BIAS_PROBE && !BIAS_G) bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
                               : bias_raw_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
       // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
       // before it is overwritten, and all of it is written before anyone reads (second).
       auto stage_bias = [&]() {
-        if (BIAS_PROBE) return;
+        if (BIAS_PROBE || BIAS_G) return;
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
         for (int i = 0; i < BIAS_PER_THREAD; ++i)
@@ -1576,7 +1593,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if BIAS_FIRST && !OVERLAP
       // (BIAS_FIRST, a knob: alpha and the bias on the whole tile first, its shared-memory loads
       // together, then the activation per store pass)
-      fuse<BN / 8, 1>(acc, 0, bias_base, alpha, lane % 4, wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
+      fuse<BN / 8, 1>(acc, 0, bias_base, alpha, lane % 4, wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4, bias, block_n, N);
 #endif
       static_for<0, BN / EPI_COLS>([&](const int pass) {
 #if OVERLAP
