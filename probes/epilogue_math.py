@@ -56,7 +56,7 @@ epilogue_math(const float* __restrict__ values, const float* __restrict__ bias, 
       float x[4] = {fmaf(alpha, v[4 * j], b0 + d), fmaf(alpha, v[4 * j + 1], b1 + d),
                     fmaf(alpha, v[4 * j + 2], b0 + d), fmaf(alpha, v[4 * j + 3], b1 + d)};
 #if ACT
-      activate_4(x, j);
+      activate_4(x);
 #endif
       unsigned h0, h1;
       asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h0) : "f"(x[1]), "f"(x[0]));
@@ -95,15 +95,12 @@ def main() -> int:
     source = probe_source()
     results = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "rounds": ROUNDS, "blocks": sms, "threads": 256, "elements_per_thread": 128, "rows": []}
-    # (form, act, EX2_SOFT): both forms of every activation, then gelu_tanh and silu with
-    # `--ex2-soft` counts of every 8 elements' ex2 on the FMA pipe (kernel.cu ex2_fma)
-    soft = [int(v) for v in (sys.argv[sys.argv.index("--ex2-soft") + 1].split(",") if "--ex2-soft" in sys.argv else [])]
-    cases = [(form, name, 0) for form in (0, 1) for name in ACTS if not (form == 0 and ACTS[name] in (0, 1))]
-    cases += [(1, name, s) for s in soft if s for name in ("gelu_tanh", "silu")]
-    for form, name, ex2_soft in cases:
-            act = ACTS[name]
+    for form in (0, 1):
+        for name, act in ACTS.items():
+            if form == 0 and act in (0, 1):  # the same code in both forms
+                continue
             mod = cp.RawModule(code=source, options=("-arch=sm_90a", "-std=c++17", f"-DACT={act}",
-                                                     f"-DACT_MATH={form}", "-DBN=256", f"-DEX2_SOFT={ex2_soft}"))
+                                                     f"-DACT_MATH={form}", "-DBN=256"))
             fn = mod.get_function("epilogue_math")
 
             def run():
@@ -113,7 +110,7 @@ def main() -> int:
             for _ in range(3):
                 run()
             cyc = float(np.median([run() for _ in range(9)]))
-            row = {"form": form, "act": name, "ex2_soft": ex2_soft, "cycles": cyc}
+            row = {"form": form, "act": name, "cycles": cyc}
             results["rows"].append(row)
     base = next(r["cycles"] for r in results["rows"] if r["act"] == "none")
     for row in results["rows"]:

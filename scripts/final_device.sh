@@ -599,7 +599,7 @@ case ${1:-} in
     mkdir -p "$LOGS/geludeg"
     run geludeg-smoke 120 python3 -m stages verify v5_fused_epilogue --set GELU_DEG=7 --shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --epilogue gelu --epilogue bias16+gelu --repeat 2
     grep -q "===== geludeg-smoke rc=0" "$LOG" && run geludeg-probe 300 python3 scripts/overlap_probe.py --variants "v5,GELU_DEG=9,GELU_DEG=7" --shapes 4096x4096x4096,128x14336x4096,1000x1000x1000 --epilogues bias,bias+gelu,gelu --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/geludeg" ;;
-  ex2soft)     # (issue 13, 2026-12-02, twenty-fourth session) gelu_tanh's and silu's epilogue is bound by the MUFU
+  ex2soft)     # (issue 13, 2026-12-02, twenty-fourth session; the knob existed at b465f28, not kept) gelu_tanh's and silu's epilogue is bound by the MUFU
                # (1.5 per element, 16 per SM per clock): EX2_SOFT=n (a temporary knob) computes n of every 8 elements'
                # ex2 on the FMA pipe (kernel.cu ex2_fma). The math alone first (probes/epilogue_math.py), then judged
                # on odd shapes (float64, every epilogue), then timed interleaved (EX2_SOFT=0 is the shipped build
@@ -611,8 +611,9 @@ case ${1:-} in
     run ex2soft-smoke4 150 python3 -m stages verify v5_fused_epilogue --set EX2_SOFT=4 $SOFTODD &
     wait
     grep -q "===== ex2soft-smoke2 rc=0" "$LOG" && grep -q "===== ex2soft-smoke4 rc=0" "$LOG" && run ex2soft-probe 300 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0,EX2_SOFT=1,EX2_SOFT=2,EX2_SOFT=4" --shapes 4096x4096x4096,8192x8192x8192,1000x1000x1000 --epilogues bias+silu,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 17x4097x1000,4095x4096x4104 --repeat 1 --out "$LOGS/ex2soft"
-    run alpha-probe 150 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0" --shapes 4096x4096x4096 --epilogues plain,alpha,bias,alpha+bias --rounds 8 --reps 8 --verify-shapes 17x4097x1000 --repeat 1 --out "$LOGS/ex2soft" ;;
-  biasat)      # (issue 13, 2026-12-02, twenty-fourth session) where the bias's ~2.3 us over plain at 4096^3 goes: BIAS_PROBE
+    mkdir -p "$LOGS/alpha"   # (at b465f28 this probe wrote into ex2soft/ and replaced that probe's JSON)
+    run alpha-probe 150 python3 scripts/overlap_probe.py --variants "v5,EX2_SOFT=0" --shapes 4096x4096x4096 --epilogues plain,alpha,bias,alpha+bias --rounds 8 --reps 8 --verify-shapes 17x4097x1000 --repeat 1 --out "$LOGS/alpha" ;;
+  biasat)      # (issue 13, 2026-12-02, twenty-fourth session; the knobs existed at d78e373 to ebfa976, BIAS_AT=1 shipped) where the bias's ~2.3 us over plain at 4096^3 goes: BIAS_PROBE
                # (timing only, wrong results: 1 no bias load, staging or barriers; 2 also no shared-memory loads) and
                # BIAS_AT=d (a knob: the bias staged between its two barriers under k-block d of the unit's wgmmas,
                # where both warpgroups meet anyway, instead of after the mainloop); BIAS_PROBE=0 is the A/A
@@ -622,7 +623,7 @@ case ${1:-} in
     run biasat-smoke2 200 python3 -m stages verify v5_fused_epilogue --set BIAS_AT=2 $SODD &
     wait
     run biasat-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_PROBE=0,BIAS_PROBE=1,BIAS_PROBE=2,BIAS_AT=1,BIAS_AT=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,16x14336x4096 --epilogues plain,bias,bias+gelu_tanh --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasat" ;;
-  biasfirst)   # (issue 13, 2026-12-02, twenty-fourth session) biasat showed the bias's shared-memory loads, not its staging,
+  biasfirst)   # (issue 13, 2026-12-02, twenty-fourth session; the knob existed at 14fd4ae to ebfa976, shipped as AFFINE_FIRST) biasat showed the bias's shared-memory loads, not its staging,
                # cost ~1.5 us at 4096^3 (BIAS_PROBE=2 against 1): BIAS_FIRST=1 (a knob) applies alpha and the bias to the
                # whole tile first, its loads together, then the activation per store pass. Judged on odd shapes
                # (float64, every epilogue), then timed interleaved; BIAS_FIRST=0 is the A/A, BIAS_PROBE=2 the bound
@@ -630,7 +631,7 @@ case ${1:-} in
     SODD="--shape 300x300x64 --shape 129x1000x13 --shape 3001x4096x1000 --shape 4095x4096x4104 --shape 17x4097x1000 --shape 3x10001x4104 --shape 1x7x13 --shape 16x14336x4096 --shape 1000x1000x1000 --epilogue all"
     run biasfirst-smoke 200 python3 -m stages verify v5_fused_epilogue --set BIAS_FIRST=1 $SODD
     grep -q "===== biasfirst-smoke rc=0" "$LOG" && run biasfirst-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_FIRST=0,BIAS_FIRST=1,BIAS_FIRST=1:BIAS_AT=1,BIAS_PROBE=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,8192x8192x8192 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasfirst" ;;
-  biasvec)     # (issue 13, 2026-12-02, twenty-fourth session) biasfirst: BIAS_FIRST=1 with BIAS_AT=1 took 0.9 of the bias's 2.3 us
+  biasvec)     # (issue 13, 2026-12-02, twenty-fourth session; the knob existed at 4ff5e08 and ebfa976, not kept) biasfirst: BIAS_FIRST=1 with BIAS_AT=1 took 0.9 of the bias's 2.3 us
                # over plain at 4096^3 (BIAS_PROBE=2, no bias loads at all, is the bound): BIAS_VEC=1 (a knob) stages the
                # bias so that one 16-byte shared load serves two chunks (half the loads). Judged on odd shapes (float64,
                # every epilogue; the direct stores' chunk-by-chunk loads too), then timed interleaved
@@ -640,7 +641,7 @@ case ${1:-} in
     run biasvec-smoke1 200 python3 -m stages verify v5_fused_epilogue --set BIAS_VEC=1 $SODD &
     wait
     grep -q "===== biasvec-smoke3 rc=0" "$LOG" && grep -q "===== biasvec-smoke1 rc=0" "$LOG" && run biasvec-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_VEC=0,BIAS_FIRST=1:BIAS_AT=1,BIAS_FIRST=1:BIAS_AT=1:BIAS_VEC=1,BIAS_AT=1:BIAS_VEC=1,BIAS_PROBE=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,4095x4097x4104 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasvec" ;;
-  biasglobal)  # (issue 13, 2026-12-02, twenty-fourth session) biasvec: halving the bias's shared loads gained ~0.1 us: the loads
+  biasglobal)  # (issue 13, 2026-12-02, twenty-fourth session; the knob existed at ebfa976, not kept) biasvec: halving the bias's shared loads gained ~0.1 us: the loads
                # themselves, waiting behind the shared memory's traffic, look to be the cost. BIAS_GLOBAL=1 (a knob, TMA-store
                # builds only) reads each chunk's bias pair straight from global memory through L1 in the epilogue: no
                # staging, no barriers, no shared loads. Judged on odd shapes (float64, every epilogue), then timed interleaved

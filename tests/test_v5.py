@@ -412,7 +412,7 @@ def test_the_activations_issue_the_mufu_their_forms_say():
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (1000, 1000, 1000), (16, 14336, 4096)])
 def test_an_fp16_bias_is_converted_after_the_mainloop_not_where_it_is_loaded(m, n, k):
     """kernel.cu `bias_raw_at`: a tile's fp16 bias is loaded before its mainloop and converted to
-    fp32 (HADD2.F32) only when staged after it. Converted where loaded (the code before), every
+    fp32 (HADD2.F32) only when staged, under its second k-block. Converted where loaded (the code before), every
     consumer warp waited for the global load before its first HGMMA. The rule's builds for a
     128 x 256 tile, a 64 x 128 one in pairs and decode's swapped tile, each with an fp16 bias."""
     bias = type("B", (), {"dtype": np.dtype(np.float16)})()
@@ -423,6 +423,57 @@ def test_an_fp16_bias_is_converted_after_the_mainloop_not_where_it_is_loaded(m, 
     sass = [ln for ln in inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).splitlines()
             if "HGMMA" in ln or "HADD2.F32" in ln]
     assert any("HADD2.F32" in ln for ln in sass) and "HGMMA" in sass[0], sass[:3]
+
+
+def _fused_sass(m, n, k, activation, bias_dtype=np.float32) -> tuple[dict, list[str]]:
+    """(defines, SASS lines) of the rule's build for a call with a bias and `activation`."""
+    bias = type("B", (), {"dtype": np.dtype(bias_dtype)})()
+    d = v5.defines_for(Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, DEV,
+                            contract.Epilogue(bias, 1.0, activation)))
+    sass = inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).splitlines()
+    return d, [ln for ln in sass if re.search(r"/\*[0-9a-f]{4,}\*/\s+\S", ln)]
+
+
+@pytest.mark.parametrize("m, n, k, activation", [
+    (4096, 4096, 4096, None), (4096, 4096, 4096, "gelu_tanh"),   # 128 x 256
+    (8192, 8192, 8192, "silu"),                                  # the stream-K build
+    (1000, 1000, 1000, "gelu"),                                  # 64 x 128 in pairs
+    (16, 14336, 4096, "gelu_tanh"),                              # decode's swapped tile
+    (4095, 4097, 4104, None)])                                   # direct stores
+def test_the_bias_is_staged_while_the_mainloop_wgmmas_run(m, n, k, activation):
+    """kernel.cu `stage_bias`: the consumers' two barriers around the bias's staging sit under the
+    unit's second k-block, after its HGMMAs are issued and before any wait for them, where both
+    warpgroups meet anyway. After the mainloop (the code before) they held the warpgroup that
+    finished first until the other had (README "The bias: staged under the mainloop, added before
+    the stores")."""
+    d, sass = _fused_sass(m, n, k, activation)
+    consumers = d["BM"] // 64
+    bar = f"BAR.SYNC.DEFER_BLOCKING {'0x4' if consumers == 3 else '0x3'}, {hex(128 * consumers)}"
+    staging = [i for i, ln in enumerate(sass) if bar in ln]
+    assert staging, f"no consumer-wide barrier {bar!r} in the SASS"
+    for i in staging:
+        last = next(ln for ln in reversed(sass[:i]) if "HGMMA" in ln or "WARPGROUP.DEPBAR" in ln)
+        assert "HGMMA" in last, f"a staging barrier after a wgmma wait, not under the wgmmas: {last.strip()}"
+
+
+@pytest.mark.parametrize("m, n, k, activation, bias_dtype", [
+    (4096, 4096, 4096, None, np.float32), (4096, 4096, 4096, "gelu_tanh", np.float32),
+    (4096, 4096, 4096, "gelu", np.float32), (4096, 4096, 4096, "silu", np.float16),
+    (4095, 4096, 4104, "gelu_tanh", np.float16)])  # (2-CTA clusters)
+def test_the_bias_loads_come_before_the_first_store_pass(m, n, k, activation, bias_dtype):
+    """kernel.cu `AFFINE_FIRST`: in a TMA-store tile's epilogue, alpha and the bias go on the whole
+    tile before its first store pass, so every shared-memory load of the bias (LDS) comes before
+    the epilogue's first stmatrix (STSM). Per pass (the code before), the second pass's loads
+    waited behind the first pass's store. (128 x 256 tiles: two store passes; a 128-column tile
+    has one, and its loads came first before too.)"""
+    d, sass = _fused_sass(m, n, k, activation, bias_dtype)
+    assert d["BN"] == 256, d
+    assert d["TMA_STORE"] == 1 and d["STREAMK"] == 0 and d["EPI_OVERLAP"] == 0, d
+    end = max(i for i, ln in enumerate(sass) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in ln)  # the mainloop's last wait
+    tail = sass[end:]
+    first_store = next(i for i, ln in enumerate(tail) if "STSM" in ln)
+    loads = [i for i, ln in enumerate(tail) if re.search(r"\bLDS\b", ln)]
+    assert loads and max(loads) < first_store, (loads, first_store)
 
 
 @pytest.mark.parametrize("m, n, k, overlap", [

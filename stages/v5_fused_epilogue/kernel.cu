@@ -177,16 +177,8 @@
 #endif
 // The tile's bias, BN fp32 values staged in shared memory once per tile (BIAS != 0, no split).
 #define BIAS_LEN (SWAP_AB ? BM : BN)         // the tile's bias values: per column (per row with SWAP_AB)
-#ifndef BIAS_VEC
-#define BIAS_VEC 0  // a knob: 1 stages a column's bias at [t][j][e] (t = (c % 8) / 2), so one 16-byte load serves two chunks
-#endif
-#if SWAP_AB
-#undef BIAS_VEC
-#define BIAS_VEC 0
-#endif
-#define BIAS_ROW (BN / 4 + 4)  // (BIAS_VEC: floats per t, 16 bytes of padding so that the four t's hit different banks)
 #if BIAS && !PARTIAL
-#define BIAS_BYTES ((BIAS_VEC ? 4 * BIAS_ROW : BIAS_LEN) * 4)
+#define BIAS_BYTES (BIAS_LEN * 4)
 #else
 #define BIAS_BYTES 0
 #endif
@@ -248,6 +240,13 @@
 #error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
 #endif
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
+// The fused epilogue of a TMA-store tile applies alpha and the bias to the whole tile first (its
+// shared-memory loads of the bias together, ahead of the first store pass), then the activation
+// per store pass. Per pass, each pass's bias loads waited behind the previous pass's store (README
+// "The bias: staged under the mainloop, added before the stores"). Not with EPI_OVERLAP (half 1's
+// wgmmas still run while half 0 is stored) nor in the stream-K builds (ptxas spills there: 24 B
+// in bias + gelu_tanh).
+#define AFFINE_FIRST (TMA_STORE && !PARTIAL && !OVERLAP && !STREAMK)
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -592,34 +591,6 @@ __device__ __forceinline__ float rcp_ftz(float d) {  // 1 / d, one MUFU.RCP (max
   asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(d));
   return r;
 }
-// 2^t on the FMA pipe instead of the MUFU (EX2_SOFT, a knob: how many of every 8 elements' ex2 in
-// gelu_tanh and silu are computed this way). t clamped at -126 (below it 2^t is under fp32's
-// normal range); tm = t + 1.5 * 2^23 holds round(t) in its low mantissa bits; f = t - round(t)
-// in [-0.5, 0.5]; p = 2^f by a degree-4 fit with p(0) = 1 (2.9e-6 relative in a float32
-// emulation); then round(t) added to p's exponent field.
-#ifndef BIAS_FIRST
-#define BIAS_FIRST 0
-#endif
-#ifndef BIAS_AT
-#define BIAS_AT -1
-#endif
-#ifndef BIAS_PROBE
-#define BIAS_PROBE 0  // timing only (wrong results): 1 no bias load, staging or barriers; 2 also no LDS
-#endif
-#ifndef EX2_SOFT
-#define EX2_SOFT 0
-#endif
-__device__ __forceinline__ float ex2_fma(float t) {
-  t = fmaxf(t, -126.0f);
-  const float tm = t + 12582912.0f;
-  const float f = t - (tm - 12582912.0f);
-  float p = 0.00958285314f;
-  p = fmaf(p, f, 0.0559064267f);
-  p = fmaf(p, f, 0.240240986f);
-  p = fmaf(p, f, 0.693124193f);
-  p = fmaf(p, f, 1.0f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(tm) << 23));
-}
 // gelu (ACT_MATH=1): Phi(-a), a = |x| clamped (above).
 __device__ __forceinline__ float gelu_tail(float x, float& a) {
   a = fminf(fabsf(x), 6.5f);
@@ -644,18 +615,6 @@ __device__ __forceinline__ float sig_exp(float x) {
   return ex2_ftz(-1.44269504f * x);
 #endif
 }
-__device__ __forceinline__ float sig_exp_soft(float x) {  // sig_exp with ex2_fma
-#if ACT == 3
-  return ex2_fma(-x * fmaf(0.10294324f, x * x, 2.3022082f));
-#else
-  return ex2_fma(-1.44269504f * x);
-#endif
-}
-// Element s (0-7) of two consecutive chunks takes ex2_fma where the bit reversal of s is below
-// EX2_SOFT: 1 -> element 0, 2 -> 0 and 4, 4 -> 0, 2, 4, 6 (spread over both pairs of a chunk).
-__device__ __forceinline__ constexpr bool ex2_soft(int s) {
-  return (((s & 1) << 2) | (s & 2) | ((s & 4) >> 2)) < EX2_SOFT;
-}
 __device__ __forceinline__ float activate(float x) {
 #if ACT == 1
   return fmaxf(x, 0.0f);
@@ -679,14 +638,12 @@ __device__ __forceinline__ float activate(float x) {
 }
 // Four elements: activate() on each, but with ACT_MATH=1 gelu_tanh and silu share one
 // reciprocal per two elements.
-__device__ __forceinline__ void activate_4(float (&x)[4], [[maybe_unused]] int chunk) {
+__device__ __forceinline__ void activate_4(float (&x)[4]) {
 #if ACT_MATH && (ACT == 3 || ACT == 4)
 #pragma unroll
   for (int i = 0; i < 4; i += 2) {
     const float x0 = sig_clamp(x[i]), x1 = sig_clamp(x[i + 1]);
-    const int s = 4 * (chunk & 1) + i;
-    const float e0 = ex2_soft(s) ? sig_exp_soft(x0) : sig_exp(x0);
-    const float e1 = ex2_soft(s + 1) ? sig_exp_soft(x1) : sig_exp(x1);
+    const float e0 = sig_exp(x0), e1 = sig_exp(x1);
     const float d1 = 1.0f + e1;
     const float r = rcp_ftz(fmaf(e0, d1, d1));  // 1 / ((1 + e0)(1 + e1))
     x[i] = x0 * (r * d1);
@@ -729,23 +686,9 @@ __device__ __forceinline__ float bias_float(bias_raw_t v) {
 __device__ __forceinline__ float bias_at(const void* bias, int col, int N) {
   return bias_float(bias_raw_at(bias, col, N));
 }
-// BIAS_GLOBAL (a knob): columns col and col + 1 of the bias straight from global memory (through
-// L1), one 4- or 8-byte load where both exist (the bias assumed aligned to it: a probe).
-#ifndef BIAS_GLOBAL
-#define BIAS_GLOBAL 0
-#endif
-#define BIAS_G (BIAS_GLOBAL && BIAS && TMA_STORE && !SWAP_AB && !OVERLAP)
-// (TMA_STORE: N % 8 == 0, so col + 1 < N wherever col < N.)
-__device__ __forceinline__ float2 bias_pair(const void* bias, int col, int N) {
-#if BIAS == 1
-  const __half2 v = col < N ? __ldg(reinterpret_cast<const __half2*>(static_cast<const __half*>(bias) + col)) : __half2();
-  return __half22float2(v);
-#else
-  return col < N ? __ldg(reinterpret_cast<const float2*>(static_cast<const float*>(bias) + col)) : make_float2(0.0f, 0.0f);
-#endif
-}
 // Chunks j0 .. j0 + COUNT - 1 of a thread's accumulators (acc[4j + e]: tile column 8j + 2t +
-// (e & 1), rows g and g + 8), in place. The bias comes from the tile's staged copy in shared
+// (e & 1), rows g and g + 8), in place: PART FUSE_AFFINE (alpha and the bias), FUSE_ACT (the
+// activation) or both. The bias comes from the tile's staged copy in shared
 // memory (bias_tile: BN fp32, column c at byte 4c): one 8-byte load per chunk, ~30 cycles.
 // With SWAP_AB the bias is per tile row (BM fp32): rows r and r + 8 (r: the thread's row g in
 // the tile), the same two values for every chunk.
@@ -753,25 +696,23 @@ __device__ __forceinline__ float2 bias_pair(const void* bias, int col, int N) {
 __device__ __forceinline__ float fuse_one(float v, const void* bias, float alpha, int col, int N) {
   return activate(fmaf(alpha, v, bias_at(bias, col, N)));
 }
-// PART (BIAS_FIRST, a knob): 3 alpha, bias and activation; 1 alpha and bias only; 2 the activation only.
-template <int COUNT, int PART = 3>
+constexpr int FUSE_AFFINE = 1, FUSE_ACT = 2, FUSE_ALL = FUSE_AFFINE | FUSE_ACT;
+template <int COUNT, int PART = FUSE_ALL>
 __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias_tile, float alpha, int t,
-                                     [[maybe_unused]] int r, [[maybe_unused]] const void* gbias = nullptr,
-                                     [[maybe_unused]] int gcol0 = 0, [[maybe_unused]] int gN = 0) {
+                                     [[maybe_unused]] int r) {
 #if FUSED
 #if BIAS && SWAP_AB
   float b_lo = 0.0f, b_hi = 0.0f;  // rows r and r + 8
-  if (PART & 1) {
-  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_lo) : "r"(bias_tile + 4 * r));
-  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_hi) : "r"(bias_tile + 4 * (r + 8)));
+  if (PART & FUSE_AFFINE) {
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_lo) : "r"(bias_tile + 4 * r));
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(b_hi) : "r"(bias_tile + 4 * (r + 8)));
   }
 #endif
-  [[maybe_unused]] float2 bn = make_float2(0.0f, 0.0f);  // (BIAS_VEC: the next chunk's bias, loaded with this one's)
 #pragma unroll
   for (int j = 0; j < COUNT; ++j) {
-    if (!(PART & 1)) {
+    if (!(PART & FUSE_AFFINE)) {  // the activation alone (alpha and the bias applied before)
       float x[4] = {acc[4 * (j0 + j)], acc[4 * (j0 + j) + 1], acc[4 * (j0 + j) + 2], acc[4 * (j0 + j) + 3]};
-      activate_4(x, j0 + j);
+      activate_4(x);
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
       continue;
@@ -782,24 +723,17 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
 #else
     float2 bv = make_float2(0.0f, 0.0f);
 #if BIAS
-    if (BIAS_PROBE == 2) bv = make_float2(0.25f, -0.5f);
-    else if (BIAS_G) bv = bias_pair(gbias, gcol0 + 8 * (j0 + j) + 2 * t, gN);
-    else if (BIAS_VEC && (j0 + j) % 2 == 0 && j + 1 < COUNT)
-      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(bv.x), "=f"(bv.y), "=f"(bn.x), "=f"(bn.y) : "r"(bias_tile + 4 * (t * BIAS_ROW + 2 * (j0 + j))));
-    else if (BIAS_VEC && (j0 + j) % 2 == 1 && j > 0) bv = bn;
-    else if (BIAS_VEC)
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (t * BIAS_ROW + 2 * (j0 + j))));
-    else asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
 #endif
-    if (PART & 2) activate_4(x, j0 + j);
+    if (PART & FUSE_ACT) activate_4(x);
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[4 * (j0 + j) + e] = x[e];
   }
 #else
-  if ((PART & 1) && alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
+  if ((PART & FUSE_AFFINE) && alpha != 1.0f) {  // the plain GEMM: no epilogue unless scaled
 #pragma unroll
     for (int e = 0; e < 4 * COUNT; ++e) acc[4 * j0 + e] *= alpha;
   }
@@ -1287,8 +1221,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // staged bias, the activation), rounded to fp16 (h[2 jj] row g, h[2 jj + 1] row g + 8) and
     // stored to columns x .. of rows y .. y + 63 of C.
     auto epi_pass = [&](const int pass, int x, int y) {
-      fuse<EPI_COLS / 8, BIAS_FIRST && !OVERLAP ? 2 : 3>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
-                         wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4, bias, x - pass * EPI_COLS, N);
+      fuse<EPI_COLS / 8, AFFINE_FIRST ? FUSE_ACT : FUSE_ALL>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
+                                                              wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
       unsigned h[EPI_COLS / 4];
 #pragma unroll
       for (int jj = 0; jj < EPI_COLS / 8; ++jj) {
@@ -1317,26 +1251,23 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       const int split = SPLIT_CLUSTER > 1 ? split_rank : unit - tile * splits, split_kt = split * k_tiles_per_split;
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
-      // The tile's bias: each consumer thread loads its share now, as stored, the loads complete
-      // during the mainloop, and the values reach shared memory as fp32 after it
-      // (BIAS_PER_THREAD registers held; bias_raw_at).
+      // The tile's bias: each consumer thread loads its share now, as stored, and the values reach
+      // shared memory as fp32 under the unit's second k-block (BIAS_PER_THREAD registers held;
+      // bias_raw_at). Staging: every consumer has finished the previous tile's epilogue (first
+      // barrier) before it is overwritten, and all of it is written before anyone reads (second).
+      // Under the wgmmas both warpgroups meet anyway (they wait for the same k-blocks), where
+      // after the mainloop the barriers held the first to finish.
       bias_raw_t bias_reg[BIAS_PER_THREAD];
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
-        if (!BIAS_PROBE && !BIAS_G) bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
+        bias_reg[i] = SWAP_AB ? bias_raw_at(bias, block_m + consumer_tid + i * CONSUMER_THREADS, M)
                               : bias_raw_at(bias, block_n + consumer_tid + i * CONSUMER_THREADS, N);
-      // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
-      // before it is overwritten, and all of it is written before anyone reads (second).
       auto stage_bias = [&]() {
-        if (BIAS_PROBE || BIAS_G) return;
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
 #pragma unroll
         for (int i = 0; i < BIAS_PER_THREAD; ++i)
-          if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN) {
-            const int c = consumer_tid + i * CONSUMER_THREADS;  // (BIAS_VEC: column c at [t][j][e], rows padded)
-            const int pos = BIAS_VEC ? ((c % 8) / 2) * BIAS_ROW + 2 * (c / 8) + c % 2 : c;
-            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * pos), "f"(bias_float(bias_reg[i])) : "memory");
-          }
+          if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_float(bias_reg[i])) : "memory");
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
       };
 #endif
@@ -1391,10 +1322,10 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         // k-blocks of them, or all of a shorter piece).
         if (kt == min(kt0 + EPI_DEFER - 1, kt1 - 1)) flush_deferred();
 #endif
-#if BIAS_BYTES && BIAS_AT >= 0 && !OVERLAP
-        // (BIAS_AT, a knob: the bias staged under this k-block's wgmmas, where both warpgroups
-        // meet anyway, instead of after the mainloop)
-        if (kt == min(kt0 + BIAS_AT, kt1 - 1)) stage_bias();
+#if BIAS_BYTES && !OVERLAP
+        // The tile's bias, staged while this k-block's wgmmas run (every unit has a k-block:
+        // the schedule's ranges are never empty).
+        if (kt == min(kt0 + 1, kt1 - 1)) stage_bias();
 #endif
         // Keep this k-block's wgmmas in flight; the previous one's are now complete.
         wgmma_wait<1>();
@@ -1582,18 +1513,12 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
 #else
       // ---- fused epilogue: alpha, bias and the activation on the fp32 accumulators, in place ----
-#if BIAS_BYTES
-      // Stage the bias: every consumer has finished the previous tile's epilogue (first barrier)
-      // before it is overwritten, and all of it is written before anyone reads (second).
-#if BIAS_AT < 0 || OVERLAP
-      stage_bias();
-#endif
+#if BIAS_BYTES && OVERLAP
+      stage_bias();  // (after the mainloop: the last tile's half 1 read its bias in this unit's head)
 #endif
 #if TMA_STORE
-#if BIAS_FIRST && !OVERLAP
-      // (BIAS_FIRST, a knob: alpha and the bias on the whole tile first, its shared-memory loads
-      // together, then the activation per store pass)
-      fuse<BN / 8, 1>(acc, 0, bias_base, alpha, lane % 4, wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4, bias, block_n, N);
+#if AFFINE_FIRST
+      fuse<BN / 8, FUSE_AFFINE>(acc, 0, bias_base, alpha, lane % 4, wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
 #endif
       static_for<0, BN / EPI_COLS>([&](const int pass) {
 #if OVERLAP
