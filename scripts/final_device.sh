@@ -651,6 +651,18 @@ case ${1:-} in
     run biasglobal-smoke2 200 python3 -m stages verify v5_fused_epilogue --set BIAS_GLOBAL=1 --set BIAS_FIRST=1 $SODD &
     wait
     grep -q "===== biasglobal-smoke1 rc=0" "$LOG" && grep -q "===== biasglobal-smoke2 rc=0" "$LOG" && run biasglobal-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_GLOBAL=0,BIAS_FIRST=1:BIAS_AT=1,BIAS_GLOBAL=1,BIAS_FIRST=1:BIAS_GLOBAL=1,BIAS_PROBE=2" --shapes 4096x4096x4096,1000x1000x1000,128x14336x4096,4095x4096x4104 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --reps 8 --verify-shapes 4095x4096x4104 --repeat 1 --out "$LOGS/biasglobal" ;;
+  close24a)    # (issue 13, 2026-12-02, twenty-fourth session's close) the bias staged under the mainloop and added before the
+               # stores: the whole suite, the odd shapes with every epilogue x20, and the three sanitizers with every epilogue,
+               # all at once (none of them times anything)
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --epilogue all"
+    run suite-file 540 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run v5-odd-20 400 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    run v5-racecheck 500 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    (run v5-memcheck 250 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN
+     run v5-synccheck 250 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN) &
+    wait ;;
+  close24b)    # (the same close, after close24a) the published fused bench (the plain kernel did not change)
+    run bench-fused 160 python3 -m stages bench v5_fused_epilogue $FUSED --publish ;;
   close23a)    # (issue 13, 2026-12-02, twenty-third session's close) both suite orders at once, nothing else on the GPU
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
     run suite-reversed 560 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
