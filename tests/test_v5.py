@@ -437,7 +437,7 @@ def _fused_sass(m, n, k, activation, bias_dtype=np.float32) -> tuple[dict, list[
 @pytest.mark.parametrize("m, n, k, activation", [
     (4096, 4096, 4096, None), (4096, 4096, 4096, "gelu_tanh"),   # 128 x 256
     (8192, 8192, 8192, "silu"),                                  # the stream-K build
-    (1000, 1000, 1000, "gelu"),                                  # 64 x 128 in pairs
+    (128, 14336, 4096, "gelu"),                                  # 128 x 128
     (16, 14336, 4096, "gelu_tanh"),                              # decode's swapped tile
     (4095, 4097, 4104, None)])                                   # direct stores
 def test_the_bias_is_staged_while_the_mainloop_wgmmas_run(m, n, k, activation):
@@ -445,7 +445,7 @@ def test_the_bias_is_staged_while_the_mainloop_wgmmas_run(m, n, k, activation):
     unit's second k-block, after its HGMMAs are issued and before any wait for them, where both
     warpgroups meet anyway. After the mainloop (the code before) they held the warpgroup that
     finished first until the other had (README "The bias: staged under the mainloop, added before
-    the stores")."""
+    the stores"). 128-row tiles (`BIAS_UNDER`)."""
     d, sass = _fused_sass(m, n, k, activation)
     consumers = d["BM"] // 64
     bar = f"BAR.SYNC.DEFER_BLOCKING {'0x4' if consumers == 3 else '0x3'}, {hex(128 * consumers)}"

@@ -242,11 +242,16 @@
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
 // The fused epilogue of a TMA-store tile applies alpha and the bias to the whole tile first (its
 // shared-memory loads of the bias together, ahead of the first store pass), then the activation
-// per store pass. Per pass, each pass's bias loads waited behind the previous pass's store (README
-// "The bias: staged under the mainloop, added before the stores"). Not with EPI_OVERLAP (half 1's
-// wgmmas still run while half 0 is stored) nor in the stream-K builds (ptxas spills there: 24 B
-// in bias + gelu_tanh).
-#define AFFINE_FIRST (TMA_STORE && !PARTIAL && !OVERLAP && !STREAMK)
+// per store pass (AFFINE_FIRST); and the bias is staged under the unit's second k-block, not
+// after the mainloop (BIAS_UNDER). Per pass, each pass's bias loads waited behind the previous
+// pass's store; after the mainloop, the staging's barriers held the warpgroup that finished first
+// (README "The bias: staged under the mainloop, added before the stores"). Both in 128-row tiles
+// (two warpgroups), where they were measured. Not with EPI_OVERLAP (half 1's wgmmas still run
+// while half 0 is stored, and the last tile's half 1 reads its bias in this unit's head), and
+// AFFINE_FIRST not with stream-K; elsewhere ptxas spills more (128 x 256 stream-K bias +
+// gelu_tanh: 24 B; 192 x 128 bias + silu: 16 B instead of 8; 64 x 256: 16-80 B instead of 0-8).
+#define AFFINE_FIRST (TMA_STORE && !PARTIAL && !OVERLAP && !STREAMK && CONSUMERS == 2)
+#define BIAS_UNDER (!OVERLAP && CONSUMERS == 2)
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -1252,8 +1257,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
       // The tile's bias: each consumer thread loads its share now, as stored, and the values reach
-      // shared memory as fp32 under the unit's second k-block (BIAS_PER_THREAD registers held;
-      // bias_raw_at). Staging: every consumer has finished the previous tile's epilogue (first
+      // shared memory as fp32 under the unit's second k-block (BIAS_UNDER; BIAS_PER_THREAD
+      // registers held; bias_raw_at). Staging: every consumer has finished the previous tile's epilogue (first
       // barrier) before it is overwritten, and all of it is written before anyone reads (second).
       // Under the wgmmas both warpgroups meet anyway (they wait for the same k-blocks), where
       // after the mainloop the barriers held the first to finish.
@@ -1322,7 +1327,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
         // k-blocks of them, or all of a shorter piece).
         if (kt == min(kt0 + EPI_DEFER - 1, kt1 - 1)) flush_deferred();
 #endif
-#if BIAS_BYTES && !OVERLAP
+#if BIAS_BYTES && BIAS_UNDER
         // The tile's bias, staged while this k-block's wgmmas run (every unit has a k-block:
         // the schedule's ranges are never empty).
         if (kt == min(kt0 + 1, kt1 - 1)) stage_bias();
@@ -1513,8 +1518,8 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
 #else
       // ---- fused epilogue: alpha, bias and the activation on the fp32 accumulators, in place ----
-#if BIAS_BYTES && OVERLAP
-      stage_bias();  // (after the mainloop: the last tile's half 1 read its bias in this unit's head)
+#if BIAS_BYTES && !BIAS_UNDER
+      stage_bias();
 #endif
 #if TMA_STORE
 #if AFFINE_FIRST
