@@ -1257,11 +1257,12 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
       // The tile's bias: each consumer thread loads its share now, as stored, and the values reach
-      // shared memory as fp32 under the unit's second k-block (BIAS_UNDER; BIAS_PER_THREAD
-      // registers held; bias_raw_at). Staging: every consumer has finished the previous tile's epilogue (first
-      // barrier) before it is overwritten, and all of it is written before anyone reads (second).
-      // Under the wgmmas both warpgroups meet anyway (they wait for the same k-blocks), where
-      // after the mainloop the barriers held the first to finish.
+      // shared memory as fp32 under the unit's second k-block (BIAS_UNDER; after the mainloop
+      // otherwise; BIAS_PER_THREAD registers held; bias_raw_at). Staging: every consumer has
+      // finished the previous tile's epilogue (first barrier) before it is overwritten, and all
+      // of it is written before anyone reads (second). Under the wgmmas both warpgroups meet
+      // anyway (they wait for the same k-blocks); after the mainloop the barriers held the first
+      // to finish.
       bias_raw_t bias_reg[BIAS_PER_THREAD];
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
