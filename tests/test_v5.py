@@ -409,22 +409,6 @@ def test_the_activations_issue_the_mufu_their_forms_say():
             assert mufu == 128 * per_element[form] + 7, (act, form, mufu)
 
 
-@pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (1000, 1000, 1000), (16, 14336, 4096)])
-def test_an_fp16_bias_is_converted_after_the_mainloop_not_where_it_is_loaded(m, n, k):
-    """kernel.cu `bias_raw_at`: a tile's fp16 bias is loaded before its mainloop and converted to
-    fp32 (HADD2.F32) only when staged, under its second k-block. Converted where loaded (the code before), every
-    consumer warp waited for the global load before its first HGMMA. The rule's builds for a
-    128 x 256 tile, a 64 x 128 one in pairs and decode's swapped tile, each with an fp16 bias."""
-    bias = type("B", (), {"dtype": np.dtype(np.float16)})()
-    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, DEV,
-                contract.Epilogue(bias, 1.0, "gelu_tanh"))
-    d = v5.defines_for(call)
-    assert d["BIAS"] == 1
-    sass = [ln for ln in inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).splitlines()
-            if "HGMMA" in ln or "HADD2.F32" in ln]
-    assert any("HADD2.F32" in ln for ln in sass) and "HGMMA" in sass[0], sass[:3]
-
-
 def _fused_sass(m, n, k, activation, bias_dtype=np.float32) -> tuple[dict, list[str]]:
     """(defines, SASS lines) of the rule's build for a call with a bias and `activation`."""
     bias = type("B", (), {"dtype": np.dtype(bias_dtype)})()
@@ -432,6 +416,18 @@ def _fused_sass(m, n, k, activation, bias_dtype=np.float32) -> tuple[dict, list[
                             contract.Epilogue(bias, 1.0, activation)))
     sass = inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).splitlines()
     return d, [ln for ln in sass if re.search(r"/\*[0-9a-f]{4,}\*/\s+\S", ln)]
+
+
+@pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (1000, 1000, 1000), (16, 14336, 4096)])
+def test_an_fp16_bias_is_converted_after_the_mainloop_not_where_it_is_loaded(m, n, k):
+    """kernel.cu `bias_raw_at`: a tile's fp16 bias is loaded before its mainloop and converted to
+    fp32 (HADD2.F32) only when staged, under its second k-block. Converted where loaded (the code before), every
+    consumer warp waited for the global load before its first HGMMA. The rule's builds for a
+    128 x 256 tile, a 64 x 128 one in pairs and decode's swapped tile, each with an fp16 bias."""
+    d, sass = _fused_sass(m, n, k, "gelu_tanh", np.float16)
+    assert d["BIAS"] == 1
+    sass = [ln for ln in sass if "HGMMA" in ln or "HADD2.F32" in ln]
+    assert any("HADD2.F32" in ln for ln in sass) and "HGMMA" in sass[0], sass[:3]
 
 
 @pytest.mark.parametrize("m, n, k, activation", [
@@ -447,8 +443,8 @@ def test_the_bias_is_staged_while_the_mainloop_wgmmas_run(m, n, k, activation):
     finished first until the other had (README "The bias: staged under the mainloop, added before
     the stores"). 128-row tiles (`BIAS_UNDER`)."""
     d, sass = _fused_sass(m, n, k, activation)
-    consumers = d["BM"] // 64
-    bar = f"BAR.SYNC.DEFER_BLOCKING {'0x4' if consumers == 3 else '0x3'}, {hex(128 * consumers)}"
+    assert d["BM"] == 128, d  # two consumer warpgroups: named barrier 3 of 256 threads (BAR_CONSUMERS)
+    bar = "BAR.SYNC.DEFER_BLOCKING 0x3, 0x100"
     staging = [i for i, ln in enumerate(sass) if bar in ln]
     assert staging, f"no consumer-wide barrier {bar!r} in the SASS"
     for i in staging:
