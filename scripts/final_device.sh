@@ -729,7 +729,22 @@ case ${1:-} in
     run suite-reversed 540 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
     run stress-v5 545 python3 -m stages stress v5_fused_epilogue --budget 480 --out "$LOGS/stress-v5.json" &
     wait ;;
-  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath|hostparts|close21a|close21b|stagger|splitn"; exit 2 ;;
+  ncubias)     # (issue 13, 2026-12-02, twenty-fifth session) where the bias's ~2.5 us at 4096^3 goes: ncu's warp-state
+               # sampling per SASS instruction (SourceCounters) of one launch each of plain, bias and bias+gelu_tanh
+               # (boost clocks, as bench runs it), exported as the source page (CSV) and the details page
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    mkdir -p "$LOGS/ncu"
+    for ep in plain bias bias+gelu_tanh; do
+      tag=${ep//+/_}
+      run "ncu-$tag" 150 "$NCU" --target-processes all --kernel-name regex:gemm_v5 --launch-skip 1 --launch-count 1 \
+        --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats \
+        --import-source no --export "$LOGS/ncu/$tag" --force-overwrite \
+        python3 -m stages.tools.profile --run v5_fused_epilogue 4096 4096 4096 --epilogue "$ep"
+      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/$tag-sass.csv" 2>&1
+      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details > "$LOGS/ncu/$tag-details.csv" 2>&1
+      rm -f "$LOGS/ncu/$tag.ncu-rep"
+    done ;;
+  *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath|hostparts|close21a|close21b|stagger|splitn|ncubias"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
