@@ -744,7 +744,7 @@ case ${1:-} in
       "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details > "$LOGS/ncu/$tag-details.csv" 2>&1
       rm -f "$LOGS/ncu/$tag.ncu-rep"
     done ;;
-  biasreg)     # (issue 13, 2026-12-02, twenty-fifth session) BIAS_REG=1, a temporary knob: an fp16 bias held in registers
+  biasreg)     # (issue 13, 2026-12-02, twenty-fifth session; the knob existed at a80e310, measured and reverted) BIAS_REG=1, a temporary knob: an fp16 bias held in registers
                # (each consumer thread's 32 column pairs loaded from global memory under the unit's second k-block), no
                # staging, no barriers, no shared loads (128 x 256 tiles without stream-K). Judged on odd shapes with every
                # epilogue first, then timed interleaved against the shipped build (BIAS_REG=0: the same build, the A/A)

@@ -252,13 +252,6 @@
 // gelu_tanh: 24 B; 192 x 128 bias + silu: 16 B instead of 8; 64 x 256: 16-80 B instead of 0-8).
 #define AFFINE_FIRST (TMA_STORE && !PARTIAL && !OVERLAP && !STREAMK && CONSUMERS == 2)
 #define BIAS_UNDER (!OVERLAP && CONSUMERS == 2)
-#ifndef BIAS_REG
-#define BIAS_REG 0      // (temporary knob) 1: an fp16 bias held in registers, not staged (BIAS_REGS)
-#endif
-// BIAS_REG=1: where both placements hold and the bias is fp16 per column, each consumer thread
-// loads its own 32 column pairs (half2) from global memory under the unit's second k-block and
-// holds them to the epilogue: no staging, no barriers, no shared loads.
-#define BIAS_REGS (BIAS_REG && BIAS == 1 && !SWAP_AB && AFFINE_FIRST)  // (with stream-K: 80 B spilled)
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -1270,25 +1263,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       // of it is written before anyone reads (second). Under the wgmmas both warpgroups meet
       // anyway (they wait for the same k-blocks); after the mainloop the barriers held the first
       // to finish.
-#if BIAS_REGS
-      unsigned bias_h2[BN / 8];  // columns 8j + 2t and 8j + 2t + 1 of the tile, fp16 pairs
-      auto stage_bias = [&]() {
-        const __half* bp = static_cast<const __half*>(bias);
-        const bool pairs = (reinterpret_cast<unsigned long long>(bias) & 3) == 0;
-        if (pairs && block_n + BN <= N) {  // (the whole tile's columns exist: 4-byte loads)
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j)
-            asm volatile("ld.global.nc.b32 %0, [%1];\n" : "=r"(bias_h2[j]) : "l"(bp + block_n + 8 * j + 2 * (lane % 4)));
-        } else {
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int col = block_n + 8 * j + 2 * (lane % 4);
-            const __half2 v = __halves2half2(bias_raw_at(bias, col, N), bias_raw_at(bias, col + 1, N));
-            bias_h2[j] = *reinterpret_cast<const unsigned*>(&v);
-          }
-        }
-      };
-#else
       bias_raw_t bias_reg[BIAS_PER_THREAD];
 #pragma unroll
       for (int i = 0; i < BIAS_PER_THREAD; ++i)
@@ -1302,7 +1276,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
             asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_float(bias_reg[i])) : "memory");
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
       };
-#endif
 #endif
 
       int kt = kt0, kt_end = kt1;
@@ -1550,14 +1523,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       stage_bias();
 #endif
 #if TMA_STORE
-#if BIAS_REGS
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float2 bv = __half22float2(*reinterpret_cast<const __half2*>(&bias_h2[j]));
-        acc[4 * j] = fmaf(alpha, acc[4 * j], bv.x); acc[4 * j + 1] = fmaf(alpha, acc[4 * j + 1], bv.y);
-        acc[4 * j + 2] = fmaf(alpha, acc[4 * j + 2], bv.x); acc[4 * j + 3] = fmaf(alpha, acc[4 * j + 3], bv.y);
-      }
-#elif AFFINE_FIRST
+#if AFFINE_FIRST
       fuse<BN / 8, FUSE_AFFINE>(acc, 0, bias_base, alpha, lane % 4, wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
 #endif
       static_for<0, BN / EPI_COLS>([&](const int pass) {
