@@ -751,6 +751,17 @@ case ${1:-} in
     mkdir -p "$LOGS/biasreg"
     run biasreg-smoke 150 python3 -m stages verify v5_fused_epilogue --set BIAS_REG=1 --shape 3001x4096x1000 --shape 2500x2056x777 --shape 4095x4096x4104 --shape 1500x2600x1001 --shape 1100x5000x260 --shape 1800x2000x512 --epilogue all --repeat 2
     grep -q "===== biasreg-smoke rc=0" "$LOG" && run biasreg-probe 330 python3 scripts/overlap_probe.py --variants "v5,BIAS_REG=1,BIAS_REG=0" --shapes 4096x4096x4096,2048x2048x4096,1800x2000x512 --epilogues plain,bias,bias+gelu_tanh,bias+silu,bias+gelu --rounds 8 --verify-shapes 3001x4096x1000 --repeat 1 --out "$LOGS/biasreg" ;;
+  close25)     # (issue 13, 2026-12-02, twenty-fifth session's close, after the file-order suite at 23a8bd9) the published
+               # fused bench first (GPU idle; the plain kernel did not change), then at once (none of them times anything):
+               # the odd shapes with every epilogue x20, the verify sweep with every epilogue, the three sanitizers
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --epilogue all"
+    run bench-fused 150 python3 -m stages bench v5_fused_epilogue $FUSED --publish
+    run v5-odd-20 420 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    run v5-sweep 420 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run v5-racecheck 420 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    (run v5-memcheck 210 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN
+     run v5-synccheck 210 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN) &
+    wait ;;
   *) echo "usage: final_device.sh correctness|perf|actmath|suites-act|actprobe|bench-big|v5-streamk|v5-fill|defer-check|defer-perf|final|xor|wave|ring|rule64|wide|levers|clusters|closing|cluster2d|slots|c2x2|rule2x2|rule2x2-perf|suites2x2|threshold|pairs|kpitch|pitch|splitcluster|sc-check|sc-perf|sc-m64|refresh|n144|v144|reversed|publish|copy|closing2|owed|swap|suites|swap2|swapcheck|narrow4|promo|promo2|promo3|promo4|tmapf|promo-pub|decode4|l2hint|l2rule|l2few|l2final|mirror|owed19|rows64|ship19|tall192|m129|stress19|arows192|ship19b|tailrows|edge|ship20|tallk|edge2|pub20|hostpath|hostparts|close21a|close21b|stagger|splitn|ncubias"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
