@@ -19,18 +19,20 @@ ALL = "Warp Stall Sampling (All Samples)"
 
 
 def load_sass(path: str) -> list[dict]:
-    rows = list(csv.reader(open(path)))
+    with open(path) as f:
+        rows = list(csv.reader(f))
     head = next(i for i, r in enumerate(rows) if "Address" in r and "Source" in r)
     hdr = rows[head]
     return [dict(zip(hdr, r)) for r in rows[head + 1:] if len(r) == len(hdr)]
 
 
 def duration_us(path: str) -> float | None:
-    for r in csv.reader(open(path)):
-        if "Duration" in r:
-            i = r.index("Duration")
-            unit, val = r[i + 1], float(r[i + 2].replace(",", ""))
-            return val / 1000 if unit == "ns" else val * 1000 if unit == "ms" else val
+    with open(path) as f:
+        for r in csv.reader(f):
+            if "Duration" in r:
+                i = r.index("Duration")
+                unit, val = r[i + 1], float(r[i + 2].replace(",", ""))
+                return val / 1000 if unit == "ns" else val * 1000 if unit == "ms" else val
     return None
 
 
@@ -43,7 +45,7 @@ def summarize(rows: list[dict], top: int = 25) -> dict:
         by_count[n(d, "Instructions Executed")] += n(d, ALL)
     ranked = sorted(rows, key=lambda d: -n(d, ALL))[:top]
     return {
-        "samples": sum(n(d, ALL) for d in rows),
+        "samples": sum(by_count.values()),
         "samples_by_executions": {str(k): v for k, v in sorted(by_count.items(), key=lambda kv: -kv[1]) if v},
         "top": [{"sass": re.sub(r"\s+", " ", d["Source"]).strip(), "samples": n(d, ALL),
                  "executed": n(d, "Instructions Executed"),
@@ -66,7 +68,8 @@ def main() -> int:
         if details:
             entry["duration_us"] = duration_us(details)
         rec["builds"][name] = entry
-    json.dump(rec, open(a.out, "w"), indent=1)
+    with open(a.out, "w") as f:
+        json.dump(rec, f, indent=1)
     for name, e in rec["builds"].items():
         print(name, e.get("duration_us"), e["samples"], list(e["samples_by_executions"].items())[:4])
     return 0
