@@ -762,6 +762,14 @@ case ${1:-} in
     (run v5-memcheck 210 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN
      run v5-synccheck 210 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN) &
     wait ;;
+  power8k)     # (issue 13, 2026-12-02, twenty-sixth session) at 8192^3 the board holds its 700 W cap and the clock
+               # follows the energy per launch: do 2-CTA clusters sharing B (a third fewer bytes from L2 per tile)
+               # buy clock there? The clock, power and energy per launch (clock_probe), then the shipped build, an A/A
+               # name of it (GROUP_M=16), CLUSTER_M=2 and GROUP_M=32 timed interleaved beside cuBLAS / cuBLASLt
+    mkdir -p "$LOGS/power8k"
+    C8=8192x8192x8192
+    run power8k-clock 200 python3 scripts/clock_probe.py --seconds 2 --modes bench,loop --out "$LOGS/power8k" --cases "v5_fused_epilogue:$C8;v5_fused_epilogue,CLUSTER_M=2:$C8;cublas:$C8;v5_fused_epilogue:$C8:bias+gelu_tanh;v5_fused_epilogue,CLUSTER_M=2:$C8:bias+gelu_tanh;torch_addmm_gelu:$C8:bias+gelu_tanh;v5_fused_epilogue:4096x4096x4096;v5_fused_epilogue,CLUSTER_M=2:4096x4096x4096"
+    run power8k-probe 330 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,CLUSTER_M=2,GROUP_M=32" --shapes $C8,4096x14336x4096,4096x4096x4096 --epilogues plain,bias+gelu_tanh,bias+gelu --rounds 8 --verify-shapes 3001x4096x1000,4095x4096x4104 --repeat 1 --out "$LOGS/power8k" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
