@@ -770,6 +770,15 @@ case ${1:-} in
     C8=8192x8192x8192
     run power8k-clock 200 python3 scripts/clock_probe.py --seconds 2 --modes bench,loop --out "$LOGS/power8k" --cases "v5_fused_epilogue:$C8;v5_fused_epilogue,CLUSTER_M=2:$C8;cublas:$C8;v5_fused_epilogue:$C8:bias+gelu_tanh;v5_fused_epilogue,CLUSTER_M=2:$C8:bias+gelu_tanh;torch_addmm_gelu:$C8:bias+gelu_tanh;v5_fused_epilogue:4096x4096x4096;v5_fused_epilogue,CLUSTER_M=2:4096x4096x4096"
     run power8k-probe 330 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,CLUSTER_M=2,GROUP_M=32" --shapes $C8,4096x14336x4096,4096x4096x4096 --epilogues plain,bias+gelu_tanh,bias+gelu --rounds 8 --verify-shapes 3001x4096x1000,4095x4096x4104 --repeat 1 --out "$LOGS/power8k" ;;
+  biasmma)     # (issue 13, 2026-12-02, twenty-sixth session) BIAS_MMA=1 (a knob): an fp16 bias added by the tensor cores,
+               # one more wgmma after the tile's last k-block (ONES x BIAS^T from a few hundred bytes of shared memory), so
+               # the epilogue loads and adds nothing. Judged on odd shapes with every epilogue first (clusters, stream-K,
+               # the padded copy, direct stores, EDGE_SHIFT, 128 x 128 / 144 / 192 tiles), then timed interleaved
+               # against the shipped build and its A/A name (BIAS_MMA=0)
+    mkdir -p "$LOGS/biasmma"
+    BMS="--shape 3001x4096x1000 --shape 2500x2056x777 --shape 4095x4096x4104 --shape 1500x2600x1001 --shape 1100x5000x260 --shape 1800x2000x512 --shape 4095x4097x4104 --shape 3000x3000x3000 --shape 2000x3000x4096 --shape 5000x5000x1000 --shape 2900x4100x3000 --shape 1536x1536x4096 --shape 1536x2048x4096 --shape 128x14336x4096 --shape 2048x3328x2048 --shape 1280x1728x8192 --shape 200x7000x1000"
+    run biasmma-verify 240 python3 -m stages verify v5_fused_epilogue --set BIAS_MMA=1 $BMS --epilogue all --repeat 2
+    grep -q "===== biasmma-verify rc=0" "$LOG" && run biasmma-probe 290 python3 scripts/overlap_probe.py --variants "v5,BIAS_MMA=0,BIAS_MMA=1" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096,2048x2048x4096,128x14336x4096,1536x1536x4096 --epilogues plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu --rounds 8 --verify-shapes 3001x4096x1000 --repeat 1 --out "$LOGS/biasmma" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
