@@ -178,7 +178,7 @@
 // The tile's bias, BN fp32 values staged in shared memory once per tile (BIAS != 0, no split).
 #define BIAS_LEN (SWAP_AB ? BM : BN)         // the tile's bias values: per column (per row with SWAP_AB)
 #if BIAS && !PARTIAL
-#define BIAS_BYTES (BIAS_MMA ? BIAS_X_BYTES + 256 : BIAS_LEN * 4)  // (BIAS_MMA: fp16, below)
+#define BIAS_BYTES (BIAS_LEN * 4)
 #else
 #define BIAS_BYTES 0
 #endif
@@ -252,28 +252,6 @@
 // gelu_tanh: 24 B; 192 x 128 bias + silu: 16 B instead of 8; 64 x 256: 16-80 B instead of 0-8).
 #define AFFINE_FIRST (TMA_STORE && !PARTIAL && !OVERLAP && !STREAMK && CONSUMERS == 2)
 #define BIAS_UNDER (!OVERLAP && CONSUMERS == 2)
-// BIAS_MMA=1 (the host's per-call choice, bias_mma in __init__.py: an fp16 bias, alpha 1, 128-row
-// tiles, no split of K, no swap): the tensor cores add the bias. One more wgmma after the tile's
-// last k-block, D += ONES (64 x 16) x BIAS (BN x 16)^T, where ONES's column 0 is 1 and the rest 0,
-// and BIAS's column 0 is the tile's bias: D[m][n] += bias[n] in the accumulators' fp32, and the
-// epilogue has no bias left to load or add. Both operands are a few hundred bytes of shared memory
-// read through descriptors without swizzle (PTX ISA, "Asynchronous Warpgroup Level Canonical
-// Layouts": K-major ((8,m),(T,2k)):((1T,SBO),(1,LBO)), MN-major ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)),
-// T = 8 fp16):
-//  * ONES, K-major: one 8 x 8 core matrix of rows (1, 0, ..., 0) for k 0-7, one of zeros for
-//    k 8-15 (LBO 128 B), and SBO 0: every group of 8 rows reads the same core matrix.
-//  * BIAS, N-major (imm-trans-b = 1): element (n, k) at start + 2 (n % 8) + SBO (n / 8) + 16 (k % 8)
-//    + LBO (k / 8); with SBO = LBO = 16 B that is the fp16 array X[n + 8 (k % 8) + 8 (k / 8)]:
-//    X[n] at k = 0, the bias; at k > 0 later columns' bias and the zeros past the tile's (BN + 64
-//    values in all): finite values, met by ONES's zeros.
-// probes/bias_mma.py checks both layouts on the GPU.
-#ifndef BIAS_MMA
-#define BIAS_MMA 0
-#endif
-#if BIAS_MMA && (BIAS != 1 || PARTIAL || SWAP_AB || OVERLAP || SPLIT_CLUSTER > 1 || CONSUMERS != 2)
-#error "BIAS_MMA needs an fp16 bias (BIAS=1), no split of K (PARTIAL, SPLIT_CLUSTER > 1), no SWAP_AB or EPI_OVERLAP, and BM 128"
-#endif
-#define BIAS_X_BYTES (((BIAS_LEN + 64) * 2 + 127) / 128 * 128)  // X, then ONES (256 B) at bias_base + BIAS_X_BYTES
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -748,16 +726,12 @@ __device__ __forceinline__ void fuse(float (&acc)[BN / 2], int j0, unsigned bias
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], b_lo), fmaf(alpha, acc[4 * (j0 + j) + 1], b_lo),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], b_hi), fmaf(alpha, acc[4 * (j0 + j) + 3], b_hi)};
 #else
-#if BIAS_MMA  // the tensor cores added the bias; alpha is 1 (the host builds BIAS_MMA only then)
-    float x[4] = {acc[4 * (j0 + j)], acc[4 * (j0 + j) + 1], acc[4 * (j0 + j) + 2], acc[4 * (j0 + j) + 3]};
-#else
     float2 bv = make_float2(0.0f, 0.0f);
 #if BIAS
     asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(bv.x), "=f"(bv.y) : "r"(bias_tile + 4 * (8 * (j0 + j) + 2 * t)));
 #endif
     float x[4] = {fmaf(alpha, acc[4 * (j0 + j)], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 1], bv.y),
                   fmaf(alpha, acc[4 * (j0 + j) + 2], bv.x), fmaf(alpha, acc[4 * (j0 + j) + 3], bv.y)};
-#endif  // BIAS_MMA
 #endif
     if (PART & FUSE_ACT) activate_4(x);
 #pragma unroll
@@ -813,7 +787,6 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 
 // D (64 x N, fp32, 128 threads x N/2 registers) += A (64 x 16, smem) * B (N x 16, smem)^T.
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long desc_a,
                                                 unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -829,7 +802,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1, 0, %131;\n"
+      "}, %128, %129, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -847,12 +820,11 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
 // A 192-wide tile: 128 x 192 fills one wave where 128 x 256 tiles fill 55-97% of it (1536 x
 // 2048: 132 tiles for 132 SMs against 96). A knob (AUTO=0, BN=192) unless the rule takes it.
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -866,7 +838,7 @@ __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], unsigned long l
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
       "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-      "}, %96, %97, p, 1, 1, 0, %99;\n"
+      "}, %96, %97, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -880,10 +852,9 @@ __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], unsigned long l
         "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
         "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long desc_a,
                                                 unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -895,7 +866,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, %67;\n"
+      "}, %64, %65, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -905,10 +876,9 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long l
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long long desc_a,
                                                unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -918,13 +888,13 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long lo
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1, 0, %35;\n"
+      "}, %32, %33, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
 // Narrow tiles that fill one wave where 128 columns leave SMs idle, as cuBLAS's kernels at
@@ -932,7 +902,6 @@ __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long lo
 // of 8 up to 256). Measured slower than the shape rule's tiles at every shape tried, so the rule
 // does not pick them; they stay as knobs (AUTO=0, BN=112 or 32) for the measurement to be rerun
 // (README "The shape rule", scripts/lever_probe.py --only bn).
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -944,7 +913,7 @@ __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long l
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55"
-      "}, %56, %57, p, 1, 1, 0, %59;\n"
+      "}, %56, %57, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -953,13 +922,12 @@ __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long l
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
 // N = 144: 128 x 144 tiles make exactly one wave where 128 x 192 tiles leave a quarter of the SMs
 // idle and 128 x 128 tiles need a second (1536 x 1536: 132 tiles for 132 SMs, as cuBLAS's
 // nvjet_sm90_hsh_144x128 kernel runs it there; README "The shape rule"). Stored directly.
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -972,7 +940,7 @@ __device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], unsigned long l
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
       "%64, %65, %66, %67, %68, %69, %70, %71"
-      "}, %72, %73, p, 1, 1, 0, %75;\n"
+      "}, %72, %73, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -983,10 +951,9 @@ __device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], unsigned long l
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
         "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], unsigned long long desc_a,
                                                 unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -995,14 +962,13 @@ __device__ __forceinline__ void wgmma_m64n32k16(float (&d)[16], unsigned long lo
       "setp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1, 0, %19;\n"
+      "}, %16, %17, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_m64n16k16(float (&d)[8], unsigned long long desc_a,
                                                 unsigned long long desc_b, int scale_d) {
   asm volatile(
@@ -1011,33 +977,31 @@ __device__ __forceinline__ void wgmma_m64n16k16(float (&d)[8], unsigned long lon
       "setp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {"
       "%0, %1, %2, %3, %4, %5, %6, %7"
-      "}, %8, %9, p, 1, 1, 0, %11;\n"
+      "}, %8, %9, p, 1, 1, 0, 0;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TB));
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
 // scale_d = 0: D = A * B^T (the old accumulator is ignored, so no zero-fill); 1: D += A * B^T.
-// TB = 1: B's tile is N-major (the bias MMA's, BIAS_MMA below), not K-major as TMA writes it.
-template <int TB = 0>
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db,
                                            int scale_d) {
 #if BN == 256
-  wgmma_m64n256k16<TB>(d, da, db, scale_d);
+  wgmma_m64n256k16(d, da, db, scale_d);
 #elif BN == 192
-  wgmma_m64n192k16<TB>(d, da, db, scale_d);
+  wgmma_m64n192k16(d, da, db, scale_d);
 #elif BN == 128
-  wgmma_m64n128k16<TB>(d, da, db, scale_d);
+  wgmma_m64n128k16(d, da, db, scale_d);
 #elif BN == 144
-  wgmma_m64n144k16<TB>(d, da, db, scale_d);
+  wgmma_m64n144k16(d, da, db, scale_d);
 #elif BN == 112
-  wgmma_m64n112k16<TB>(d, da, db, scale_d);
+  wgmma_m64n112k16(d, da, db, scale_d);
 #elif BN == 64
-  wgmma_m64n64k16<TB>(d, da, db, scale_d);
+  wgmma_m64n64k16(d, da, db, scale_d);
 #elif BN == 32
-  wgmma_m64n32k16<TB>(d, da, db, scale_d);
+  wgmma_m64n32k16(d, da, db, scale_d);
 #elif BN == 16
-  wgmma_m64n16k16<TB>(d, da, db, scale_d);
+  wgmma_m64n16k16(d, da, db, scale_d);
 #else
 #error "BN must be 16, 32, 64, 112, 128, 144, 192 or 256"
 #endif
@@ -1193,21 +1157,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if BIAS_BYTES
     const int consumer_tid = threadIdx.x - 128;  // 0 .. CONSUMER_THREADS - 1
 #endif
-#if BIAS_MMA
-    // The bias wgmma's constant parts, written once (made visible to it by the first stage_bias's
-    // proxy fence and barrier): X's 64 zeros past the tile's bias, and ONES (16 rows of 16 bytes:
-    // 8 of (1, 0, ..., 0), fp16 1 = 0x3C00, then 8 of zeros).
-    if (alpha != 1.0f) __trap();  // (the host builds BIAS_MMA only for alpha 1: the bias is added unscaled)
-    const unsigned ones_base = bias_base + BIAS_X_BYTES;
-    if (consumer_tid < 32) asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(bias_base + 2 * BIAS_LEN + 4 * consumer_tid), "r"(0u) : "memory");
-    else if (consumer_tid < 96) {
-      const int w = consumer_tid - 32;  // word w of ONES: row w / 4, elements 2 (w % 4) and + 1
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(ones_base + 4 * w), "r"(w < 32 && w % 4 == 0 ? 0x3C00u : 0u) : "memory");
-    }
-    // Descriptors (smem_desc's fields, swizzle mode 0): ONES LBO 128 B, SBO 0; BIAS LBO = SBO = 16 B
-    const unsigned long long ones_desc = ((ones_base & 0x3FFFF) >> 4) | (8ull << 16);
-    const unsigned long long bias_desc = ((bias_base & 0x3FFFF) >> 4) | (1ull << 16) | (1ull << 32);
-#endif
 #if TMA_STORE && !PARTIAL
     // One store pass: this warpgroup's 64 rows x EPI_COLS columns, `h` holding (as fp16 pairs)
     // chunk jj of the pass at h[2 jj] (row g) and h[2 jj + 1] (row g + 8), staged as EPI_COLS / 64
@@ -1324,12 +1273,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #pragma unroll
         for (int i = 0; i < BIAS_PER_THREAD; ++i)
           if (consumer_tid + i * CONSUMER_THREADS < BIAS_LEN)
-#if BIAS_MMA  // as stored (fp16), for the bias wgmma, which reads it through the async proxy
-            asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(bias_base + 2 * (consumer_tid + i * CONSUMER_THREADS)), "h"(__half_as_ushort(bias_reg[i])) : "memory");
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#else
             asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(bias_base + 4 * (consumer_tid + i * CONSUMER_THREADS)), "f"(bias_float(bias_reg[i])) : "memory");
-#endif
         named_bar_sync(BAR_CONSUMERS, CONSUMER_THREADS);
       };
 #endif
@@ -1418,16 +1362,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       wgmma_wait<1>();        // everything but half 1 of the tail
       release_to(it_tail);
 #else
-#if BIAS_MMA
-      // The bias, by the tensor cores, behind the last k-block's wgmmas (its staging, under the
-      // second k-block, is complete: stage_bias's barriers). Only the unit that stores the tile:
-      // with stream-K the others publish partial sums, which its fixup adds below.
-      if (ke >= k_tiles_per_split) {
-        wgmma_fence();
-        wgmma_tile<1>(acc, ones_desc, bias_desc, 1);
-        wgmma_commit();
-      }
-#endif
       wgmma_wait<0>();
       release(empty_bar + 8 * ((it - 1) % STAGES));  // the tile's last k-block
 #endif
