@@ -779,6 +779,11 @@ case ${1:-} in
     BMS="--shape 3001x4096x1000 --shape 2500x2056x777 --shape 4095x4096x4104 --shape 1500x2600x1001 --shape 1100x5000x260 --shape 1800x2000x512 --shape 4095x4097x4104 --shape 3000x3000x3000 --shape 2000x3000x4096 --shape 5000x5000x1000 --shape 2900x4100x3000 --shape 1536x1536x4096 --shape 1536x2048x4096 --shape 128x14336x4096 --shape 2048x3328x2048 --shape 1280x1728x8192 --shape 200x7000x1000"
     run biasmma-verify 240 python3 -m stages verify v5_fused_epilogue --set BIAS_MMA=1 $BMS --epilogue all --repeat 2
     grep -q "===== biasmma-verify rc=0" "$LOG" && run biasmma-probe 290 python3 scripts/overlap_probe.py --variants "v5,BIAS_MMA=0,BIAS_MMA=1" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096,2048x2048x4096,128x14336x4096,1536x1536x4096 --epilogues plain,bias,bias+relu,bias+gelu_tanh,bias+gelu,bias+silu --rounds 8 --verify-shapes 3001x4096x1000 --repeat 1 --out "$LOGS/biasmma" ;;
+  sc1000)      # (issue 13, 2026-12-02, twenty-sixth session) 1000^3 (0.86-0.88x cuBLAS, goal 0.9): K split in two inside 2-CTA
+               # clusters (SPLIT_CLUSTER=2, the partials through distributed shared memory, as decode ships) over 128 x 128
+               # or 64 x 256 tiles (128 CTAs, 8 k-blocks each) against the rule's pairs of 64 x 128 sharing B (16 each)
+    mkdir -p "$LOGS/sc1000"
+    run sc1000-probe 400 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=4:SPLIT_CLUSTER=2,AUTO=0:BM=64:BN=256:STAGES=3:SPLIT_CLUSTER=2,AUTO=0:BM=128:BN=128:STAGES=6" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1024,1300x1000x1000,3000x3000x1000 --epilogues plain,bias+gelu_tanh --rounds 8 --verify-shapes 999x1001x1000,300x520x1000,1000x1000x4104 --repeat 1 --out "$LOGS/sc1000" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
