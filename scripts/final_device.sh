@@ -784,6 +784,20 @@ case ${1:-} in
                # or 64 x 256 tiles (128 CTAs, 8 k-blocks each) against the rule's pairs of 64 x 128 sharing B (16 each)
     mkdir -p "$LOGS/sc1000"
     run sc1000-probe 400 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=4:SPLIT_CLUSTER=2,AUTO=0:BM=64:BN=256:STAGES=3:SPLIT_CLUSTER=2,AUTO=0:BM=128:BN=128:STAGES=6" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1024,1300x1000x1000,3000x3000x1000 --epilogues plain,bias+gelu_tanh --rounds 8 --verify-shapes 999x1001x1000,300x520x1000,1000x1000x4104 --repeat 1 --out "$LOGS/sc1000" ;;
+  tclock)      # (issue 13, 2026-12-02, twenty-sixth session) the SM clock under a tensor-core load, read inside it
+               # (probes/tensor_clock.py: %clock64 over %globaltimer while every SM streams wgmmas from shared memory, cool,
+               # back to back and after the bench's flush), then ncu's SM frequency and tensor-pipe activity for one launch
+               # of v5 and of cuBLAS at 4096^3 (one pass, the GPU's own clock)
+    mkdir -p "$LOGS/tclock"
+    run tensor-clock 200 env OUT="$LOGS/tclock" python3 probes/tensor_clock.py
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    M="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.avg,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+    for spec in v5_fused_epilogue:gemm_v5 cublas:nvjet; do
+      for shape in "4096 4096 4096" "8192 8192 8192"; do
+        run "ncu-${spec%%:*}-${shape%% *}" 120 "$NCU" --target-processes all --kernel-name "regex:${spec#*:}" --launch-skip 1 --launch-count 1 \
+          --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
+      done
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
