@@ -802,7 +802,7 @@ case ${1:-} in
                # the CTAs on its tile row and column (whose loads write into it), not to every CTA of a 2 x 2 or 2 x 4
                # cluster. Judged on the rule's 2 x 2 shapes and 2 x 4 clusters of 64 x 144 at 1000^3 with every epilogue,
                # then timed interleaved against the shipped build and its A/A name (PEER_RELEASE=0)
-    mkdir -p "$LOGS/peer"
+    mkdir -p "$LOGS/peer/c24"
     C24="AUTO=0:BM=64:BN=144:STAGES=8:CLUSTER_M=2:CLUSTER_N=4"
     run peer-verify 200 python3 -m stages verify v5_fused_epilogue --set PEER_RELEASE=1 --shape 1000x1000x4104 --shape 500x2000x5000 --shape 160x8192x4104 --shape 600x1000x4104 --shape 128x4096x4104 --shape 1000x2000x8200 --shape 999x1001x4104 --epilogue all --repeat 2
     grep -q "===== peer-verify rc=0" "$LOG" && run peer-probe 200 python3 scripts/overlap_probe.py --variants "v5,PEER_RELEASE=0,PEER_RELEASE=1" --shapes 1000x1000x4104,500x2000x5000,160x8192x4104,384x3000x6008,1000x2000x8200,600x1000x4104,128x4096x4104 --epilogues plain,bias+gelu_tanh --rounds 6 --verify-shapes 999x1001x4104 --repeat 1 --out "$LOGS/peer"

@@ -133,13 +133,6 @@
 // of the unit). CTAs on one tile column share B (each loads BN / CLUSTER_M of its rows and
 // multicasts them down the column); with CLUSTER_N > 1 CTAs on one tile row share A the same way.
 #define CLUSTER (CLUSTER_M * CLUSTER_N)
-// PEER_RELEASE=1: a consumer releases a buffer only to the CTAs whose loads write into it, those
-// on its tile row (A's slices) and its tile column (B's slices), CLUSTER_M + CLUSTER_N - 1 of them
-// with itself; 0: to every CTA of the cluster (the same where CLUSTER_N = 1 or CLUSTER_M = 1).
-#ifndef PEER_RELEASE
-#define PEER_RELEASE 0
-#endif
-#define RELEASERS (PEER_RELEASE ? CLUSTER_M + CLUSTER_N - 1 : CLUSTER)  // CTAs arriving on a CTA's empty barrier
 // SPLIT_CLUSTER = S > 1: the S CTAs of a cluster take the same tile, each a 1/S range of its
 // k-blocks (rank r the r-th); ranks 1 .. S-1 write their fp32 accumulators into rank 0's shared
 // memory (distributed shared memory, st.shared::cluster) and rank 0 adds them in rank order, then
@@ -1086,7 +1079,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                                // the producer's expect_tx arrival
-      mbar_init(empty_bar + 8 * s, RELEASERS * CONSUMERS * 4);       // one arrival per consumer warp of every CTA that reads it
+      mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);         // one arrival per consumer warp, every CTA
     }
 #if SPLIT_CLUSTER > 1
     mbar_init(red_full, (SPLIT_CLUSTER - 1) * CONSUMER_THREADS);  // (rank 0's) every sending thread
@@ -1156,8 +1149,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // reading the buffer.
     auto release = [&](unsigned ebar) {
 #if CLUSTER > 1
-      if (lane < CLUSTER && (!PEER_RELEASE || static_cast<unsigned>(lane) % CLUSTER_M == rm || static_cast<unsigned>(lane) / CLUSTER_M == rn))
-        mbar_arrive_cluster(ebar, lane);
+      if (lane < CLUSTER) mbar_arrive_cluster(ebar, lane);
 #else
       if (lane == 0) mbar_arrive(ebar);
 #endif
