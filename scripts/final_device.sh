@@ -770,7 +770,7 @@ case ${1:-} in
     C8=8192x8192x8192
     run power8k-clock 200 python3 scripts/clock_probe.py --seconds 2 --modes bench,loop --out "$LOGS/power8k" --cases "v5_fused_epilogue:$C8;v5_fused_epilogue,CLUSTER_M=2:$C8;cublas:$C8;v5_fused_epilogue:$C8:bias+gelu_tanh;v5_fused_epilogue,CLUSTER_M=2:$C8:bias+gelu_tanh;torch_addmm_gelu:$C8:bias+gelu_tanh;v5_fused_epilogue:4096x4096x4096;v5_fused_epilogue,CLUSTER_M=2:4096x4096x4096"
     run power8k-probe 330 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,CLUSTER_M=2,GROUP_M=32" --shapes $C8,4096x14336x4096,4096x4096x4096 --epilogues plain,bias+gelu_tanh,bias+gelu --rounds 8 --verify-shapes 3001x4096x1000,4095x4096x4104 --repeat 1 --out "$LOGS/power8k" ;;
-  biasmma)     # (issue 13, 2026-12-02, twenty-sixth session) BIAS_MMA=1 (a knob): an fp16 bias added by the tensor cores,
+  biasmma)     # (issue 13, 2026-12-02, twenty-sixth session; the knob existed at 91296f0, measured and reverted) BIAS_MMA=1: an fp16 bias added by the tensor cores,
                # one more wgmma after the tile's last k-block (ONES x BIAS^T from a few hundred bytes of shared memory), so
                # the epilogue loads and adds nothing. Judged on odd shapes with every epilogue first (clusters, stream-K,
                # the padded copy, direct stores, EDGE_SHIFT, 128 x 128 / 144 / 192 tiles), then timed interleaved
@@ -786,8 +786,8 @@ case ${1:-} in
     run sc1000-probe 400 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=4:SPLIT_CLUSTER=2,AUTO=0:BM=64:BN=256:STAGES=3:SPLIT_CLUSTER=2,AUTO=0:BM=128:BN=128:STAGES=6" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1024,1300x1000x1000,3000x3000x1000 --epilogues plain,bias+gelu_tanh --rounds 8 --verify-shapes 999x1001x1000,300x520x1000,1000x1000x4104 --repeat 1 --out "$LOGS/sc1000" ;;
   tclock)      # (issue 13, 2026-12-02, twenty-sixth session) the SM clock under a tensor-core load, read inside it
                # (probes/tensor_clock.py: %clock64 over %globaltimer while every SM streams wgmmas from shared memory, cool,
-               # back to back and after the bench's flush), then ncu's SM frequency and tensor-pipe activity for one launch
-               # of v5 and of cuBLAS at 4096^3 (one pass, the GPU's own clock)
+               # back to back and after the bench's flush), then ncu's duration, SM cycles and SM frequency for one launch
+               # of v5 and of cuBLAS at 4096^3 and 8192^3 (one pass, the GPU's own clock; the gmma counter reads n/a in one pass)
     mkdir -p "$LOGS/tclock"
     run tensor-clock 200 env OUT="$LOGS/tclock" python3 probes/tensor_clock.py
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -798,7 +798,7 @@ case ${1:-} in
           --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
       done
     done ;;
-  peer)        # (issue 13, 2026-12-02, twenty-sixth session) PEER_RELEASE=1 (a knob): a consumer releases a buffer only to
+  peer)        # (issue 13, 2026-12-02, twenty-sixth session; the knob existed at 6f3d106, measured and reverted) PEER_RELEASE=1: a consumer releases a buffer only to
                # the CTAs on its tile row and column (whose loads write into it), not to every CTA of a 2 x 2 or 2 x 4
                # cluster. Judged on the rule's 2 x 2 shapes and 2 x 4 clusters of 64 x 144 at 1000^3 with every epilogue,
                # then timed interleaved against the shipped build and its A/A name (PEER_RELEASE=0)
