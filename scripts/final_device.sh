@@ -807,6 +807,24 @@ case ${1:-} in
     run peer-verify 200 python3 -m stages verify v5_fused_epilogue --set PEER_RELEASE=1 --shape 1000x1000x4104 --shape 500x2000x5000 --shape 160x8192x4104 --shape 600x1000x4104 --shape 128x4096x4104 --shape 1000x2000x8200 --shape 999x1001x4104 --epilogue all --repeat 2
     grep -q "===== peer-verify rc=0" "$LOG" && run peer-probe 200 python3 scripts/overlap_probe.py --variants "v5,PEER_RELEASE=0,PEER_RELEASE=1" --shapes 1000x1000x4104,500x2000x5000,160x8192x4104,384x3000x6008,1000x2000x8200,600x1000x4104,128x4096x4104 --epilogues plain,bias+gelu_tanh --rounds 6 --verify-shapes 999x1001x4104 --repeat 1 --out "$LOGS/peer"
     grep -q "===== peer-verify rc=0" "$LOG" && run peer-2x4 150 python3 scripts/overlap_probe.py --variants "v5,$C24,$C24:PEER_RELEASE=1" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,300x520x1000 --repeat 1 --out "$LOGS/peer/c24" ;;
+  k1000)       # (issue 13, 2026-12-02, twenty-seventh session) 1000^3 (0.86x cuBLAS, goal 0.9): what K costs v5 and cuBLAS
+               # at M = N = 1000 (K 64 .. 1024: the fixed cost and the slope, mid-sector rows at K = 1000 against
+               # K = 1008 and 1024), 8-CTA clusters that fit one wave (128 x 128 and 64 x 256 in 2 x 4: 8 clusters), then
+               # ncu's L2 requests and sectors for one launch of v5 and of cuBLAS at K = 1000, 1008 and 1024
+    mkdir -p "$LOGS/k1000"
+    run k1000-probe 300 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=4,AUTO=0:BM=64:BN=256:STAGES=5:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,1000x1000x1008,1000x1000x1024,1000x1000x512,1000x1000x256,1000x1000x64 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,300x520x1000 --repeat 1 --out "$LOGS/k1000"
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    M="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,lts__t_sectors.sum,lts__t_requests.sum"
+    MX="$M,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum"
+    for spec in v5_fused_epilogue:gemm_v5 cublas:nvjet; do
+      for shape in "1000 1000 1000" "1000 1000 1008" "1000 1000 1024"; do
+        name="ncu-${spec%%:*}-${shape##* }"
+        run "$name" 90 "$NCU" --target-processes all --kernel-name "regex:${spec#*:}" --launch-skip 1 --launch-count 1 \
+          --clock-control none --metrics "$MX" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
+        grep -q "===== $name rc=0" "$LOG" || run "$name-base" 90 "$NCU" --target-processes all --kernel-name "regex:${spec#*:}" --launch-skip 1 --launch-count 1 \
+          --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
+      done
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
