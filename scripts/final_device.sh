@@ -825,6 +825,21 @@ case ${1:-} in
           --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
       done
     done ;;
+  twoper)      # (issue 13, 2026-12-02, twenty-seventh session) 1000^3: v5 issues twice cuBLAS's L2 read requests there (k1000),
+               # and larger clusters would share more rows, but 32 clusters of four or 16 of eight do not fit one wave at one
+               # block per SM (30 and 15 fit). MIN_BLOCKS=2 (a knob): 64 x 128 tiles, 4 buffers, 107,584 B and 128
+               # registers per block, so that two fit on an SM; PERSISTENT=0 (a cluster per unit). Judged on odd shapes with
+               # every epilogue, timed interleaved against the rule and its A/A name, then ncu's CTAs per SM and L2 requests
+    mkdir -p "$LOGS/twoper"
+    TP="AUTO=0:BM=64:BN=128:STAGES=4:PERSISTENT=0"
+    run twoper-verify 200 python3 -m stages verify v5_fused_epilogue --set AUTO=0 --set BM=64 --set BN=128 --set STAGES=4 --set PERSISTENT=0 --set MIN_BLOCKS=2 --set CLUSTER_M=4 --set CLUSTER_N=2 --shape 1000x1000x1000 --shape 999x1001x1000 --shape 129x700x1000 --shape 1000x1000x4104 --shape 17x4097x13 --epilogue all --repeat 2
+    run twoper-probe 300 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,$TP:MIN_BLOCKS=2:CLUSTER_M=2,$TP:MIN_BLOCKS=2:CLUSTER_M=2:CLUSTER_N=2,$TP:MIN_BLOCKS=2:CLUSTER_M=4:CLUSTER_N=2,$TP:MIN_BLOCKS=2:CLUSTER_M=2:CLUSTER_N=4,$TP:MIN_BLOCKS=1:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1008,1000x1000x1024 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,300x520x1000,129x700x1000 --repeat 1 --out "$LOGS/twoper"
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    M="gpu__time_duration.sum,sm__ctas_launched.sum,sm__ctas_launched.max,sm__ctas_launched.min,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum"
+    for spec in "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=4,PERSISTENT=0,MIN_BLOCKS=2,CLUSTER_M=4,CLUSTER_N=2]" "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=4,PERSISTENT=0,MIN_BLOCKS=2,CLUSTER_M=2,CLUSTER_N=2]" v5_fused_epilogue; do
+      run "ncu-twoper" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
+        --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "$spec" 1000 1000 1000
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
