@@ -840,6 +840,19 @@ case ${1:-} in
       run "ncu-twoper" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
         --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "$spec" 1000 1000 1000
     done ;;
+  share)       # (issue 13, 2026-12-02, twenty-seventh session) do fewer rows requested per SM pay where K's rows start
+               # mid-sector? The same 64 x 128 tiles, 8 buffers, one block per SM, in pairs (the rule), 2 x 2, 4 x 1, 4 x 2 and
+               # 2 x 4 clusters, at shapes where those fit one wave (1024 x 768: 96 tiles; 896 x 1024: 112), K = 1000 against
+               # K = 1024; then ncu's L2 read requests for pairs and 4 x 2 at 1024 x 768 x 1000
+    mkdir -p "$LOGS/share"
+    T="AUTO=0:BM=64:BN=128:STAGES=8"
+    run share-probe 300 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,$T:CLUSTER_M=2,$T:CLUSTER_M=2:CLUSTER_N=2,$T:CLUSTER_M=4,$T:CLUSTER_M=4:CLUSTER_N=2,$T:CLUSTER_M=2:CLUSTER_N=4" --shapes 1024x768x1000,1024x768x1024,896x1024x1000,896x1024x1024,1000x1000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,1024x768x1000 --repeat 1 --out "$LOGS/share"
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    M="gpu__time_duration.sum,sm__ctas_launched.max,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum"
+    for cl in "CLUSTER_M=2" "CLUSTER_M=4,CLUSTER_N=2" "CLUSTER_M=2,CLUSTER_N=2"; do
+      run "ncu-share" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
+        --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1024 768 1000
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
