@@ -90,16 +90,7 @@
 #define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
 #define PRODUCER_REGS 40
-// MIN_BLOCKS=2 (BM 64, STAGES <= 4, a knob): two blocks fit on one SM (128 registers per thread
-// at launch: 40 x 128 + 216 x 128 = 32,768; the epilogue staged per 64 columns), so a grid of
-// clusters that one block per SM cannot hold at once still runs in one wave.
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-#if MIN_BLOCKS != 1 && (MIN_BLOCKS != 2 || BM != 64)
-#error "MIN_BLOCKS 1, or 2 with BM 64"
-#endif
-#define CONSUMER_REGS (CONSUMERS == 3 ? 152 : MIN_BLOCKS == 2 ? 216 : 232)
+#define CONSUMER_REGS (CONSUMERS == 3 ? 152 : 232)
 #if BM != 64 && BM != 128 && BM != 192
 #error "BM must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"
 #endif
@@ -169,7 +160,7 @@
                                    : 1u | 1u << CLUSTER_M)
 // Epilogue staging (TMA_STORE): per consumer warpgroup 64 rows x EPI_COLS fp16, written as
 // EPI_COLS/64 boxes of 64 x 64 (128-byte rows, 128B swizzle), stored BN/EPI_COLS times per tile.
-#define EPI_COLS (BN < 128 ? BN : BN % 128 || MIN_BLOCKS == 2 ? 64 : 128)   // (192: three passes of 64)
+#define EPI_COLS (BN < 128 ? BN : BN % 128 ? 64 : 128)   // (192: three passes of 64)
 #define EPI_BOX_BYTES (64 * 64 * 2)
 #define EPI_WG_BYTES (64 * EPI_COLS * 2)
 // Direct stores (TMA_STORE=0) stage 64 columns at a time in an unswizzled tile whose row pitch,
@@ -1034,7 +1025,7 @@ extern "C" __global__ void
 #if CTAS > 1
 __cluster_dims__(CTAS, 1, 1)
 #endif
-__launch_bounds__(THREADS, MIN_BLOCKS)
+__launch_bounds__(THREADS, 1)
 gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                        const __grid_constant__ TmaDesc tmap_c, __half* __restrict__ C, int M, int N, int K,
                        const void* __restrict__ bias, float alpha, float* __restrict__ ws, int splits, int ldw,
