@@ -853,6 +853,20 @@ case ${1:-} in
       run "ncu-share" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
         --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1024 768 1000
     done ;;
+  pairs)       # (issue 13, 2026-12-02, twenty-seventh session) what a pair costs by itself: the same 64 x 128 tiles (8 buffers)
+               # alone and in pairs sharing B at M = N = 1000, K = 64 .. 1024 (the share probe: pairs 0.9 us slower than alone
+               # at K = 1024), timed interleaved; then ncu's kernel duration for both at K = 64 and 1024
+    mkdir -p "$LOGS/pairs"
+    T="AUTO=0:BM=64:BN=128:STAGES=8"
+    run pairs-probe 200 python3 scripts/overlap_probe.py --variants "v5,$T,$T:CLUSTER_M=2,$T:CLUSTER_M=2:PERSISTENT=0" --shapes 1000x1000x64,1000x1000x256,1000x1000x512,1000x1000x1024,1000x1000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/pairs"
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for cl in "CLUSTER_M=1" "CLUSTER_M=2"; do
+      for k in 64 1024; do
+        run "ncu-pairs" 60 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
+          --clock-control none --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second --csv \
+          python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1000 1000 $k
+      done
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
