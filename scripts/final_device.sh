@@ -853,7 +853,7 @@ case ${1:-} in
       run "ncu-share" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
         --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1024 768 1000
     done ;;
-  pairs)       # (issue 13, 2026-12-02, twenty-seventh session) what a pair costs by itself: the same 64 x 128 tiles (8 buffers)
+  paircost)    # (issue 13, 2026-12-02, twenty-seventh session) what a pair costs by itself: the same 64 x 128 tiles (8 buffers)
                # alone and in pairs sharing B at M = N = 1000, K = 64 .. 1024 (the share probe: pairs 0.9 us slower than alone
                # at K = 1024), timed interleaved; then ncu's kernel duration for both at K = 64 and 1024
     mkdir -p "$LOGS/pairs"
