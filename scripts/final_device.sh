@@ -867,6 +867,20 @@ case ${1:-} in
           python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1000 1000 $k
       done
     done ;;
+  ctail)       # (issue 13, 2026-12-02, twenty-seventh session) a pair of CTAs costs 0.8-1.0 us by itself (paircost, K = 64 ..
+               # 1024). Knobs: CLUSTER_TAIL=1 (no cluster barrier at the end: the producer waits for the last lap's releases,
+               # as CUTLASS's load_tail) and SYNC_SPLIT=1 (the start barrier's arrive after init, its wait per role). Judged on
+               # the rule's cluster shapes with every epilogue and under racecheck and synccheck, then timed interleaved
+    mkdir -p "$LOGS/ctail"
+    CS="--shape 1000x1000x1000 --shape 999x1001x1000 --shape 1000x1000x4104 --shape 3000x3000x1000 --shape 600x1001x1000 --shape 4096x4096x4104 --shape 64x4096x4096"
+    run ctail-verify 150 python3 -m stages verify v5_fused_epilogue --set CLUSTER_TAIL=1 --set SYNC_SPLIT=1 $CS --epilogue all --repeat 1 &
+    run ctail-verify1 150 python3 -m stages verify v5_fused_epilogue --set CLUSTER_TAIL=1 $CS --epilogue all --repeat 1 &
+    wait
+    run racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set CLUSTER_TAIL=1 --set SYNC_SPLIT=1 --shape 999x1001x1000 --shape 600x1001x1000 &
+    run synccheck 150 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set CLUSTER_TAIL=1 --set SYNC_SPLIT=1 --shape 999x1001x1000 --shape 600x1001x1000 &
+    run memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set CLUSTER_TAIL=1 --set SYNC_SPLIT=1 --shape 999x1001x1000 --shape 600x1001x1000 &
+    wait
+    run ctail-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=0,CLUSTER_TAIL=1,SYNC_SPLIT=1,CLUSTER_TAIL=1:SYNC_SPLIT=1" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1300x1000x1000,1000x1000x4104,3000x3000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/ctail" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

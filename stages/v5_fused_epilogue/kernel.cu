@@ -1089,8 +1089,24 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
   __syncthreads();
+// SYNC_SPLIT=1 (a knob): the cluster barrier's arrive here, its wait where each role first needs
+// the peers' barriers (the producer before its first copy, the consumers before their first k-block).
+// CLUSTER_TAIL=1 (a knob, clusters without SPLIT_CLUSTER): no cluster barrier at the end; the
+// producer waits instead until every consumer of the cluster has released the buffers of its
+// last lap, after which no peer touches this block's shared memory (what CUTLASS's load_tail does).
+#ifndef SYNC_SPLIT
+#define SYNC_SPLIT 0
+#endif
+#ifndef CLUSTER_TAIL
+#define CLUSTER_TAIL 0
+#endif
+#define TAIL_WAIT (CLUSTER_TAIL && CLUSTER > 1 && SPLIT_CLUSTER == 1)
 #if CTAS > 1
+#if SYNC_SPLIT
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#else
   cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
+#endif
 #endif
 #if AFTER_COPY
   // Launched as a programmatic dependent of the copy kernel (below), this block may have started
@@ -1102,6 +1118,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   if (warpgroup == 0) {
     // ---- load: the producer warpgroup; one thread issues every copy --------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+#if CTAS > 1 && SYNC_SPLIT
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
     if (threadIdx.x == 0) {
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
       // L2_HINT: the eviction priorities of A's and B's loads (unused without it)
@@ -1137,9 +1156,17 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
         }
       }
+#if TAIL_WAIT
+      // every consumer of the cluster has released the last lap's buffers: no peer arrives here after this
+      for (int j = it > STAGES ? it - STAGES : 0; j < it; ++j)
+        mbar_wait_acquire_cluster(empty_bar + 8 * (j % STAGES), (j / STAGES) & 1);
+#endif
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+#if CTAS > 1 && SYNC_SPLIT
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
     const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
     // Release a buffer: one arrival per consumer warp, on this CTA's empty barrier and, with a
     // cluster, on every peer's (lane r tells CTA r; with CLUSTER_N > 1 also those on neither this
@@ -1611,7 +1638,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     if (leader) tma_store_wait_all();  // shared memory must outlive the last store
 #endif
   }
-#if CTAS > 1
+#if CTAS > 1 && !TAIL_WAIT
   cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
 #endif
 }
