@@ -883,11 +883,11 @@ case ${1:-} in
     run ctail-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=0,CLUSTER_TAIL=1,SYNC_SPLIT=1,CLUSTER_TAIL=1:SYNC_SPLIT=1" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1300x1000x1000,1000x1000x4104,3000x3000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/ctail" ;;
   final27)     # (issue 13, 2026-12-02, twenty-seventh session) CLUSTER_TAIL=1 shipped: the clustered shapes' bench, published,
                # then the suite (file order) in the device time left, then (if any is left) the shipped build timed
-               # interleaved against the end barrier it replaced (CLUSTER_TAIL=0) and STORE_READ=1 (a knob)
+               # interleaved against the end barrier it replaced (CLUSTER_TAIL=0)
     mkdir -p "$LOGS/final27"
     run bench-clustered 70 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x1000 --shape 968x904x1000 --shape 1000x1000x4104 --shape 3000x3000x3000 --shape 4095x4097x4104 --publish
     run suite-file 300 python3 -m pytest -q -p no:cacheprovider -rs tests/
-    run tail-probe 70 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=0,STORE_READ=1" --shapes 1000x1000x1000,999x1001x1000,1000x1000x4104,3000x3000x1000,1024x1024x1024,16x14336x4096,4096x4096x4096 --epilogues plain --rounds 5 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/final27" ;;
+    run tail-probe 70 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=0" --shapes 1000x1000x1000,999x1001x1000,1000x1000x4104,3000x3000x1000,1024x1024x1024,16x14336x4096,4096x4096x4096 --epilogues plain --rounds 5 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/final27" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

@@ -200,14 +200,9 @@
 // waits instead until every consumer of the cluster has released the buffers of its last lap;
 // after that no peer touches this block's shared memory (every multicast into it was for a
 // k-block its own consumers waited for, and every remote arrival on its barriers has arrived).
-// CUTLASS's producers do the same (load_tail). The barrier it replaces cost 0.2-1.2 us a launch.
+// CUTLASS's producers do the same (load_tail). Up to 1.2 us a launch (README "The end of a cluster").
 #ifndef CLUSTER_TAIL
 #define CLUSTER_TAIL 1
-#endif
-// STORE_READ=1 (a knob): before it exits a block waits only until its last TMA store has read
-// the staging tile (cp.async.bulk.wait_group.read), not until the store has completed.
-#ifndef STORE_READ
-#define STORE_READ 0
 #endif
 // L2_HINT: an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made by
 // createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (evict_normal),
@@ -1627,11 +1622,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     if (pend_x >= 0) epi_pass(1, pend_x, pend_y);  // the last tile's half 1
 #endif
 #if TMA_STORE && !PARTIAL
-#if STORE_READ
-    if (leader) tma_store_wait_read();  // shared memory must outlive the last store's reads (a knob)
-#else
     if (leader) tma_store_wait_all();  // shared memory must outlive the last store
-#endif
 #endif
   }
 #if CTAS > 1 && !TAIL_WAIT
