@@ -7,6 +7,9 @@
 #                (published), v5's shape sweep and the tail strategies
 # Usage: GEMM_STAGES_COMMIT=<sha> OUT=/dir bash scripts/final_device.sh correctness|perf|v5-fill|wave
 set -u
+# bash runs the first of two modes of one name: refuse to run with one defined twice
+dups=$(grep -oE '^  [a-z0-9-]+\)' "$0" | sort | uniq -d | tr -d ' )' | tr '\n' ' ')
+if [ -n "$dups" ]; then echo "final_device.sh: mode(s) defined twice: $dups"; exit 2; fi
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/final-out}
 BUDGET=${BUDGET_S:-560}
