@@ -31,7 +31,9 @@
 //             the tile's column halves taking turns so that each one's epilogue runs under the
 //             other's wgmmas). v4's 2-CTA clusters (B multicast) with
 //             edge tiles, taken by the host where K's rows start mid-sector (CLUSTER_M), and
-//             along N too (CLUSTER_N: A multicast to the CTAs on one tile row); the
+//             along N too (CLUSTER_N: A multicast to the CTAs on one tile row), which end
+//             without a cluster barrier (CLUSTER_TAIL: the producer waits for the last
+//             releases instead); the
 //             reduce kernel launched as a programmatic dependent of this one (PDL). Decode
 //             with the operands swapped (SWAP_AB, per call where an activation is applied and
 //             M <= 32): the weight as A, x as B, C^T's tiles stored transposed. On the host
