@@ -149,7 +149,6 @@
 #define SPLIT_CLUSTER 1
 #endif
 #define CTAS (CLUSTER * SPLIT_CLUSTER)       // CTAs per cluster, as launched
-#define TAIL_WAIT (CLUSTER_TAIL && CLUSTER > 1 && SPLIT_CLUSTER == 1)  // (CLUSTER_TAIL, below)
 #if SPLIT_CLUSTER > 1 && (CLUSTER > 1 || PARTIAL || STREAMK || EPI_OVERLAP)
 #error "SPLIT_CLUSTER > 1 needs CLUSTER_M = CLUSTER_N = 1, PARTIAL=0, STREAMK=0 and EPI_OVERLAP=0"
 #endif
@@ -206,6 +205,7 @@
 #ifndef CLUSTER_TAIL
 #define CLUSTER_TAIL 1
 #endif
+#define TAIL_WAIT (CLUSTER_TAIL && CLUSTER > 1 && SPLIT_CLUSTER == 1)
 // L2_HINT: an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made by
 // createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (evict_normal),
 // 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A that
