@@ -19,6 +19,14 @@ LOGS=$(mktemp -d)   # per-step logs and JSON, returned as one tarball (the devic
 STEP_LOGS=$LOGS
 T0=$(date +%s)
 source "$(dirname "$0")/budgeted_run.sh"   # run NAME LIMIT_S CMD...
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+# ncu_csv NAME LIMIT_S KERNEL_REGEX METRICS SPEC M N K: Nsight Compute on the second launch of SPEC
+# (stages.tools.profile's child process), the GPU's own clock, the metrics printed as CSV
+ncu_csv() {
+  local name=$1 limit=$2 kern=$3 metrics=$4; shift 4
+  run "$name" "$limit" "$NCU" --target-processes all --kernel-name "regex:$kern" --launch-skip 1 --launch-count 1 \
+    --clock-control none --metrics "$metrics" --csv python3 -m stages.tools.profile --run "$@"
+}
 STAMP=$(mktemp); touch "$STAMP"
 # v5's shapes: the issue's decode/prefill and tail shapes, then waves under one that SK_FILL shares
 V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
@@ -735,7 +743,6 @@ case ${1:-} in
   ncubias)     # (issue 13, 2026-12-02, twenty-fifth session) where the bias's ~2.5 us at 4096^3 goes: ncu's warp-state
                # sampling per SASS instruction (SourceCounters) of one launch each of plain, bias and bias+gelu_tanh
                # (boost clocks, as bench runs it), exported as the source page (CSV) and the details page
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     mkdir -p "$LOGS/ncu"
     for ep in plain bias bias+gelu_tanh; do
       tag=${ep//+/_}
@@ -793,12 +800,10 @@ case ${1:-} in
                # of v5 and of cuBLAS at 4096^3 and 8192^3 (one pass, the GPU's own clock; the gmma counter reads n/a in one pass)
     mkdir -p "$LOGS/tclock"
     run tensor-clock 200 env OUT="$LOGS/tclock" python3 probes/tensor_clock.py
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     M="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.avg,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
     for spec in v5_fused_epilogue:gemm_v5 cublas:nvjet; do
       for shape in "4096 4096 4096" "8192 8192 8192"; do
-        run "ncu-${spec%%:*}-${shape%% *}" 120 "$NCU" --target-processes all --kernel-name "regex:${spec#*:}" --launch-skip 1 --launch-count 1 \
-          --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
+        ncu_csv "ncu-${spec%%:*}-${shape%% *}" 120 "${spec#*:}" "$M" "${spec%%:*}" $shape
       done
     done ;;
   peer)        # (issue 13, 2026-12-02, twenty-sixth session; the knob existed at 6f3d106, measured and reverted) PEER_RELEASE=1: a consumer releases a buffer only to
@@ -816,16 +821,13 @@ case ${1:-} in
                # ncu's L2 requests and sectors for one launch of v5 and of cuBLAS at K = 1000, 1008 and 1024
     mkdir -p "$LOGS/k1000"
     run k1000-probe 300 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=4,AUTO=0:BM=64:BN=256:STAGES=5:CLUSTER_M=2:CLUSTER_N=4" --shapes 1000x1000x1000,1000x1000x1008,1000x1000x1024,1000x1000x512,1000x1000x256,1000x1000x64 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,300x520x1000 --repeat 1 --out "$LOGS/k1000"
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     M="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_bytes.sum,lts__t_sectors.sum,lts__t_requests.sum"
     MX="$M,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum"
     for spec in v5_fused_epilogue:gemm_v5 cublas:nvjet; do
       for shape in "1000 1000 1000" "1000 1000 1008" "1000 1000 1024"; do
         name="ncu-${spec%%:*}-${shape##* }"
-        run "$name" 90 "$NCU" --target-processes all --kernel-name "regex:${spec#*:}" --launch-skip 1 --launch-count 1 \
-          --clock-control none --metrics "$MX" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
-        grep -q "===== $name rc=0" "$LOG" || run "$name-base" 90 "$NCU" --target-processes all --kernel-name "regex:${spec#*:}" --launch-skip 1 --launch-count 1 \
-          --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "${spec%%:*}" $shape
+        ncu_csv "$name" 90 "${spec#*:}" "$MX" "${spec%%:*}" $shape
+        grep -q "===== $name rc=0" "$LOG" || ncu_csv "$name-base" 90 "${spec#*:}" "$M" "${spec%%:*}" $shape
       done
     done ;;
   twoper)      # (issue 13, 2026-12-02, twenty-seventh session) 1000^3: v5 issues twice cuBLAS's L2 read requests there (k1000),
@@ -837,11 +839,9 @@ case ${1:-} in
     TP="AUTO=0:BM=64:BN=128:STAGES=4:PERSISTENT=0"
     run twoper-verify 200 python3 -m stages verify v5_fused_epilogue --set AUTO=0 --set BM=64 --set BN=128 --set STAGES=4 --set PERSISTENT=0 --set MIN_BLOCKS=2 --set CLUSTER_M=4 --set CLUSTER_N=2 --shape 1000x1000x1000 --shape 999x1001x1000 --shape 129x700x1000 --shape 1000x1000x4104 --shape 17x4097x13 --epilogue all --repeat 2
     run twoper-probe 300 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,$TP:MIN_BLOCKS=2:CLUSTER_M=2,$TP:MIN_BLOCKS=2:CLUSTER_M=2:CLUSTER_N=2,$TP:MIN_BLOCKS=2:CLUSTER_M=4:CLUSTER_N=2,$TP:MIN_BLOCKS=2:CLUSTER_M=2:CLUSTER_N=4,$TP:MIN_BLOCKS=1:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x1000,999x1001x1000,1024x1024x1000,1000x1000x1008,1000x1000x1024 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,300x520x1000,129x700x1000 --repeat 1 --out "$LOGS/twoper"
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     M="gpu__time_duration.sum,sm__ctas_launched.sum,sm__ctas_launched.max,sm__ctas_launched.min,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum"
     for spec in "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=4,PERSISTENT=0,MIN_BLOCKS=2,CLUSTER_M=4,CLUSTER_N=2]" "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=4,PERSISTENT=0,MIN_BLOCKS=2,CLUSTER_M=2,CLUSTER_N=2]" v5_fused_epilogue; do
-      run "ncu-twoper" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
-        --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "$spec" 1000 1000 1000
+      ncu_csv ncu-twoper 90 gemm_v5 "$M" "$spec" 1000 1000 1000
     done ;;
   share)       # (issue 13, 2026-12-02, twenty-seventh session) do fewer rows requested per SM pay where K's rows start
                # mid-sector? The same 64 x 128 tiles, 8 buffers, one block per SM, in pairs (the rule), 2 x 2, 4 x 1, 4 x 2 and
@@ -850,11 +850,9 @@ case ${1:-} in
     mkdir -p "$LOGS/share"
     T="AUTO=0:BM=64:BN=128:STAGES=8"
     run share-probe 300 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,$T:CLUSTER_M=2,$T:CLUSTER_M=2:CLUSTER_N=2,$T:CLUSTER_M=4,$T:CLUSTER_M=4:CLUSTER_N=2,$T:CLUSTER_M=2:CLUSTER_N=4" --shapes 1024x768x1000,1024x768x1024,896x1024x1000,896x1024x1024,1000x1000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000,1024x768x1000 --repeat 1 --out "$LOGS/share"
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     M="gpu__time_duration.sum,sm__ctas_launched.max,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum"
     for cl in "CLUSTER_M=2" "CLUSTER_M=4,CLUSTER_N=2" "CLUSTER_M=2,CLUSTER_N=2"; do
-      run "ncu-share" 90 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
-        --clock-control none --metrics "$M" --csv python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1024 768 1000
+      ncu_csv ncu-share 90 gemm_v5 "$M" "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1024 768 1000
     done ;;
   paircost)    # (issue 13, 2026-12-02, twenty-seventh session) what a pair costs by itself: the same 64 x 128 tiles (8 buffers)
                # alone and in pairs sharing B at M = N = 1000, K = 64 .. 1024 (the share probe: pairs 0.9 us slower than alone
@@ -862,12 +860,9 @@ case ${1:-} in
     mkdir -p "$LOGS/pairs"
     T="AUTO=0:BM=64:BN=128:STAGES=8"
     run pairs-probe 200 python3 scripts/overlap_probe.py --variants "v5,$T,$T:CLUSTER_M=2,$T:CLUSTER_M=2:PERSISTENT=0" --shapes 1000x1000x64,1000x1000x256,1000x1000x512,1000x1000x1024,1000x1000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/pairs"
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     for cl in "CLUSTER_M=1" "CLUSTER_M=2"; do
       for k in 64 1024; do
-        run "ncu-pairs" 60 "$NCU" --target-processes all --kernel-name "regex:gemm_v5" --launch-skip 1 --launch-count 1 \
-          --clock-control none --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second --csv \
-          python3 -m stages.tools.profile --run "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1000 1000 $k
+        ncu_csv ncu-pairs 60 gemm_v5 gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second "v5_fused_epilogue[AUTO=0,BM=64,BN=128,STAGES=8,$cl]" 1000 1000 $k
       done
     done ;;
   ctail)       # (issue 13, 2026-12-02, twenty-seventh session) a pair of CTAs costs 0.8-1.0 us by itself (paircost, K = 64 ..
