@@ -886,6 +886,17 @@ case ${1:-} in
     run bench-clustered 70 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x1000 --shape 968x904x1000 --shape 1000x1000x4104 --shape 3000x3000x3000 --shape 4095x4097x4104 --publish
     run suite-file 300 python3 -m pytest -q -p no:cacheprovider -rs tests/
     run tail-probe 70 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=0" --shapes 1000x1000x1000,999x1001x1000,1000x1000x4104,3000x3000x1000,1024x1024x1024,16x14336x4096,4096x4096x4096 --epilogues plain --rounds 5 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/final27" ;;
+  final28)     # (issue 13, 2026-12-02, twenty-eighth session) STORE_READ=1 (the last TMA stores waited for until
+               # read) timed interleaved against the shipped build and an A/A copy of it, alone on the GPU; the
+               # clustered shapes' bench, published (owed since CLUSTER_TAIL); then both suite orders, owed
+               # since CLUSTER_TAIL, at once with STORE_READ=1's verify on the clustered and odd shapes
+    mkdir -p "$LOGS/final28"
+    run store-read-probe 100 python3 scripts/overlap_probe.py --variants "v5,STORE_READ=1,STORE_READ=0" --shapes 1000x1000x1000,999x1001x1000,1000x1000x4104,3000x3000x1000,1024x1024x1024,128x14336x4096,4096x4096x4096 --epilogues plain --rounds 5 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/final28"
+    run bench-clustered 70 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x1000 --shape 968x904x1000 --shape 1000x1000x4104 --shape 3000x3000x3000 --shape 4095x4097x4104 --publish
+    run suite-file 360 python3 -m pytest -q -p no:cacheprovider -rs tests/ &
+    run suite-reversed 360 python3 -m pytest -q -p no:cacheprovider -rs --order reverse tests/ &
+    run verify-store-read 300 python3 -m stages verify v5_fused_epilogue --set STORE_READ=1 --shape 1000x1000x1000 --shape 999x1001x1000 --shape 1000x1000x4104 --shape 600x1001x1000 --shape 4096x4096x4104 --shape 64x4096x4096 --shape 4095x4097x4104 --epilogue all &
+    wait ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
