@@ -206,12 +206,6 @@
 #define CLUSTER_TAIL 1
 #endif
 #define TAIL_WAIT (CLUSTER_TAIL && CLUSTER > 1 && SPLIT_CLUSTER == 1)
-// STORE_READ=1: before it leaves, the storing thread waits only until its last TMA stores have read
-// shared memory (cp.async.bulk.wait_group.read), not until their global writes are done, as
-// CUTLASS's store_tail does; the writes complete before the grid does.
-#ifndef STORE_READ
-#define STORE_READ 0
-#endif
 // L2_HINT: an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made by
 // createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (evict_normal),
 // 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A that
@@ -1630,11 +1624,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     if (pend_x >= 0) epi_pass(1, pend_x, pend_y);  // the last tile's half 1
 #endif
 #if TMA_STORE && !PARTIAL
-#if STORE_READ
-    if (leader) tma_store_wait_read();  // shared memory must outlive the last store's reads
-#else
     if (leader) tma_store_wait_all();  // shared memory must outlive the last store
-#endif
 #endif
   }
 #if CTAS > 1 && !TAIL_WAIT
