@@ -905,10 +905,13 @@ case ${1:-} in
     wait ;;
   knobs28)     # (issue 13, twenty-eighth session) the two suite files left unrun in reverse order by suites28 (its
                # time ran out there), then, alone, the shipped knobs that touch one-wave clustered shapes, timed
-               # interleaved since CLUSTER_TAIL (most last measured before it), with an A/A copy of the build
+               # interleaved since CLUSTER_TAIL (most last measured before it), with an A/A copy of the build;
+               # then `stages profile --metric` at 1000^3
     mkdir -p "$LOGS/knobs28"
     run suite-reversed-tail 150 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --order reverse tests/test_tools.py tests/test_ablation.py
-    run knob-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=1,TMAP_PREFETCH=1,L2_HINT=1,L2_HINT=2,EDGE_SHIFT=0,ORDER=0,AUTO=0:BM=128:BN=64:STAGES=8:CLUSTER_N=2,L2_PROMO=64" --shapes 1000x1000x1000,968x904x1000,999x1001x1000,1000x1000x4104 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/knobs28" ;;
+    run knob-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=1,TMAP_PREFETCH=1,L2_HINT=1,L2_HINT=2,EDGE_SHIFT=0,ORDER=0,AUTO=0:BM=128:BN=64:STAGES=8:CLUSTER_N=2,L2_PROMO=64" --shapes 1000x1000x1000,968x904x1000,999x1001x1000,1000x1000x4104 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/knobs28"
+    # stages profile's --metric on a real ncu: the L2 read requests at 1000^3 beside the fixed set (a record, not a CSV)
+    run profile-requests 90 python3 -m stages profile v5_fused_epilogue cublas --shape 1000x1000x1000 --metric lts__t_requests_srcunit_tex_op_read.sum --out "$LOGS/knobs28/profile-1000.json" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

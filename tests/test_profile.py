@@ -106,6 +106,9 @@ else:
     if os.environ.get("FAKE_NCU_NOPERM"):
         sys.stderr.write("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters\\n")
         sys.exit(1)
+    needs = os.environ.get("FAKE_NCU_NEEDS")
+    if needs and needs not in metrics:
+        sys.exit("fake ncu: --metrics lacks " + needs)
     refuse = os.environ.get("FAKE_NCU_REFUSE", "")
     if refuse and any(m.startswith(refuse) for m in metrics):
         sys.stderr.write("==ERROR== Failed to find metric " + refuse + "\\n")
@@ -172,6 +175,29 @@ def test_a_fused_epilogue_is_profiled_where_the_stage_fuses_it(fake_ncu, monkeyp
     assert records.validate(rec) == []
     rec["_path"] = "results/x-profile.json"
     assert "`v5_fused_epilogue` bias+gelu" in profile.profile_table("v5_fused_epilogue", [rec])
+
+
+def test_a_further_metric_reaches_ncu_and_the_record(fake_ncu, monkeypatch, tmp_path, capsys):
+    """--metric NAME: asked of ncu beside the fixed set (fake ncu refuses the run without it), kept in
+    the entry like the others, named in the settings and printed by the CLI under its ncu name."""
+    extra = "lts__t_requests_srcunit_tex_op_read.sum"
+    csv = tmp_path / "extra.csv"
+    csv.write_text(CSV.replace('"smsp__pcsamp_warps_issue_stalled_sleeping"',
+                               f'"smsp__pcsamp_warps_issue_stalled_sleeping","{extra}"')
+                      .replace('"","",""\n', '"","","",""\n').replace('"18,000","0"', '"18,000","0","565,720"'))
+    monkeypatch.setenv("FAKE_NCU_CSV", str(csv))
+    monkeypatch.setenv("FAKE_NCU_NEEDS", extra)
+    assert profile.all_metrics([extra, extra, "gpu__time_duration.sum"]) == profile.all_metrics() + [extra]
+    out = tmp_path / "rec.json"
+    assert cli.main(["profile", "v2_cp_async", "--metric", extra, "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    (e,) = rec["results"]
+    assert e["status"] == "ok" and e["metrics"][extra] == {"value": 565720, "unit": ""}, e
+    assert extra in rec["settings"]["metrics"] and records.validate(rec) == []
+    assert re.search(r"\(asked for\)\s+565,720\s+" + re.escape(extra), capsys.readouterr().out)
+    monkeypatch.delenv("FAKE_NCU_NEEDS")
+    monkeypatch.setenv("FAKE_NCU_CSV", str(tmp_path / "missing.csv"))
+    assert cli.main(["profile", "v2_cp_async", "--out", str(out)]) == 1  # (the fixed set alone: as before)
 
 
 def test_profile_cli_reports_a_failed_ncu(fake_ncu, monkeypatch, tmp_path, capsys):

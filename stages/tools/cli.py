@@ -366,12 +366,13 @@ def cmd_profile(args) -> int:
               "nothing was measured: no record written")
         return 0
     shape = args.shape or profile.DEFAULT_SHAPE
+    extra = args.metric or []
     record = profile.run_profile([st.name for st in objs], shape=shape, keep_reports=args.keep_reports,
-                                 epilogue=args.epilogue)
+                                 epilogue=args.epilogue, extra_metrics=extra)
     print(f"ncu {record['settings'].get('ncu_version')} ({record['settings'].get('ncu')}), one launch at "
           f"{'x'.join(map(str, shape))} after a warm-up"
           + (f", epilogue {args.epilogue}" if args.epilogue != bench.PLAIN_WORD else ""))
-    keys = list(profile.METRICS)
+    keys = list(profile.METRICS) + [x for x in extra if x not in profile.METRICS]
     rows = []
     for e in record["results"]:
         if e["status"] != "ok":
@@ -380,7 +381,7 @@ def cmd_profile(args) -> int:
         for key in keys:
             got = e["metrics"].get(key)
             if got:
-                rows.append([e["stage"], profile.METRICS[key], profile._fmt(got["value"], got["unit"]), key])
+                rows.append([e["stage"], profile.METRICS.get(key, "(asked for)"), profile._fmt(got["value"], got["unit"]), key])
         top = ", ".join(f"{t['reason']} {100 * t['share']:.0f}%" for t in e["top_stalls"] if t.get("share"))
         rows.append([e["stage"], "top stall reasons", top or "–", profile.STALL_PREFIX + "*"])
     if rows:
@@ -490,6 +491,9 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--epilogue", type=_epilogue_arg, default="plain",
                     help="a fused epilogue, bench's spelling (bias, bias+gelu, ...; a float16 N(0, 1) bias), "
                          "on the stages that fuse it (the others are skipped, saying so)")
+    pr.add_argument("--metric", action="append", metavar="NAME",
+                    help="a further ncu metric beside the fixed set (repeatable), e.g. "
+                         "lts__t_requests_srcunit_tex_op_read.sum")
     pr.add_argument("--publish", action="store_true", help="write the record to results/")
     pr.add_argument("--out", help="write the record to this path instead")
     r = sub.add_parser("report", help="tables from the published records (--write updates the READMEs)")

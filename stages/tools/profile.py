@@ -14,7 +14,10 @@ The metric set is fixed (METRICS): DRAM bytes read and written, L2 bytes and hit
 bank conflicts and wavefronts, tensor-pipe (mma.sync and wgmma) and FMA-pipe activity, achieved
 occupancy, the duration, and the warp-state samples of the stall reasons (STALLS, from ncu's PC
 sampling), of which the record keeps every count and names the top ones. A metric this ncu does not
-know is dropped (the record lists it under `dropped`), never guessed.
+know is dropped (the record lists it under `dropped`), never guessed. `--metric NAME` (repeatable)
+profiles further ncu metrics beside the fixed set (a probe's question, e.g. the L2 read requests
+`lts__t_requests_srcunit_tex_op_read.sum`); the record's settings name them and each entry holds
+them like the others.
 
 Without a GPU or without ncu it prints one line and writes nothing, like bench. The record (kind
 "profile") holds one entry per stage: stage, m, n, k, status, kernel, metrics {name: {"value",
@@ -74,8 +77,10 @@ NO_PROFILER = r"ERR_NVGPUCTRPERM|Failed to initialize the profiler|LibraryNotLoa
 TOP_STALLS = 4
 
 
-def all_metrics() -> list[str]:
-    return [*METRICS, SAMPLE_COUNT, *(STALL_PREFIX + s for s in STALLS)]
+def all_metrics(extra=()) -> list[str]:
+    """The fixed set, then any `extra` metric not already in it (in the order given)."""
+    fixed = [*METRICS, SAMPLE_COUNT, *(STALL_PREFIX + s for s in STALLS)]
+    return fixed + [x for x in dict.fromkeys(extra) if x not in fixed]
 
 
 # ---- finding ncu ---------------------------------------------------------------------------
@@ -221,7 +226,7 @@ def _ncu_command(ncu: str, st, report: Path, metrics: list[str], m: int, n: int,
 
 
 def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s: int = 240,
-                  epilogue: str = records.PLAIN_WORD) -> dict:
+                  epilogue: str = records.PLAIN_WORD, extra_metrics=()) -> dict:
     """One stage under ncu: the entry of the record (status ok, failed or skipped). A fused
     `epilogue` (bench's spelling, e.g. bias+gelu) is profiled on the stages that fuse it; the entry
     names it ("" for the plain GEMM), and a stage that does not fuse it is skipped, saying so."""
@@ -235,7 +240,7 @@ def profile_stage(ncu: str, st, m: int, n: int, k: int, workdir: Path, timeout_s
     gap = bench.fusion_gap(st, es)
     if gap:
         return {**entry, "status": "skipped", "reason": f"{st.name} {gap}"}
-    metrics, dropped = all_metrics(), []
+    metrics, dropped = all_metrics(extra_metrics), []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(records.REPO), os.environ.get("PYTHONPATH")]))}
     report = workdir / f"{records.slug(st.name)}.ncu-rep"
     for _attempt in range(3):
@@ -275,14 +280,14 @@ def _tail(text: str, n: int = 400) -> str:
 
 
 def run_profile(specs: list[str], shape=DEFAULT_SHAPE, keep_reports: str | None = None,
-                progress: bool = True, epilogue: str = records.PLAIN_WORD) -> dict:
+                progress: bool = True, epilogue: str = records.PLAIN_WORD, extra_metrics=()) -> dict:
     """Profile every stage in `specs` at `shape` (with the fused `epilogue` where a stage fuses
     it); the record (kind "profile"). No GPU or no ncu: every entry skipped, with the reason
     (nothing measured, so nothing is written)."""
     objs = [parse_spec(s) for s in specs]
     ncu = find_ncu()
     record = records.new_record("profile", settings={
-        "ncu": ncu, "ncu_version": ncu_version(ncu) if ncu else None, "metrics": all_metrics(),
+        "ncu": ncu, "ncu_version": ncu_version(ncu) if ncu else None, "metrics": all_metrics(extra_metrics),
         "launch": "the second of two launches (--launch-skip 1 --launch-count 1)",
         "clock_control": "none", "cache_control": "ncu default (all caches flushed before each replay pass)",
         "epilogue": records.parse_epilogue(epilogue).text})
@@ -302,7 +307,7 @@ def run_profile(specs: list[str], shape=DEFAULT_SHAPE, keep_reports: str | None 
             continue
         if progress:
             print(f"[{i + 1}/{len(objs)}] ncu {st.name} {m}x{n}x{k}", file=sys.stderr, flush=True)
-        entry = profile_stage(ncu, st, m, n, k, workdir, epilogue=epilogue)
+        entry = profile_stage(ncu, st, m, n, k, workdir, epilogue=epilogue, extra_metrics=extra_metrics)
         record["results"].append(entry)
         if entry["status"] == "failed" and re.search(NO_PROFILER, entry["reason"]):
             cannot = entry["reason"][:200]
