@@ -912,6 +912,17 @@ case ${1:-} in
     run knob-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=1,TMAP_PREFETCH=1,L2_HINT=1,L2_HINT=2,EDGE_SHIFT=0,ORDER=0,AUTO=0:BM=128:BN=64:STAGES=8:CLUSTER_N=2,L2_PROMO=64" --shapes 1000x1000x1000,968x904x1000,999x1001x1000,1000x1000x4104 --epilogues plain --rounds 6 --verify-shapes 999x1001x1000 --repeat 1 --out "$LOGS/knobs28"
     # stages profile's --metric on a real ncu: the L2 read requests at 1000^3 beside the fixed set (a record, not a CSV)
     run profile-requests 90 python3 -m stages profile v5_fused_epilogue cublas --shape 1000x1000x1000 --metric lts__t_requests_srcunit_tex_op_read.sum --out "$LOGS/knobs28/profile-1000.json" ;;
+  npairs28)    # (issue 13, twenty-eighth session) knobs28 found 128 x 64 tiles in 1 x 2 clusters (sharing A along
+               # the tile row) at 24.8 us on 1000 x 1000 x 4104 against the rule's 128 x 128 in 2 x 2 clusters, 28.0:
+               # that build and 64 x 128 pairs (sharing B) timed against the rule on the shapes of its "rows
+               # mid-sector, long K" branch (and an A/A copy); the 128 x 64 pairs verified on them and on odd
+               # shapes, every epilogue; racecheck, synccheck and memcheck on one
+    mkdir -p "$LOGS/npairs28"
+    run npairs-probe 150 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=64:STAGES=8:CLUSTER_N=2,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2" --shapes 1000x1000x4104,1024x1024x4104,768x1024x4104,500x1000x4104,1000x1000x8200,1000x1000x2056,128x4096x4104,1000x1000x1000 --epilogues plain --rounds 6 --verify-shapes 999x1001x4104 --repeat 1 --out "$LOGS/npairs28"
+    run npairs-verify 120 python3 -m stages verify v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 1000x1000x4104 --shape 1024x1024x4104 --shape 768x1024x4104 --shape 500x1000x4104 --shape 999x1001x8200 --shape 129x1000x4104 --shape 1x7x13 --shape 17x4097x1 --shape 1000x1000x1000 --epilogue all
+    run npairs-racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 999x1001x4104
+    run npairs-synccheck 60 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 999x1001x4104
+    run npairs-memcheck 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 999x1001x4104 ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
