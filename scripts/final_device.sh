@@ -923,6 +923,15 @@ case ${1:-} in
     run npairs-racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 999x1001x4104
     run npairs-synccheck 60 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 999x1001x4104
     run npairs-memcheck 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set AUTO=0 --set BM=128 --set BN=64 --set STAGES=8 --set CLUSTER_N=2 --shape 999x1001x4104 ;;
+  rule28)      # (issue 13, twenty-eighth session) the rule's new branch (rows mid-sector, M > 128, K up to 65
+               # k-blocks: 64 x 128 pairs): its shapes' bench, published; the shipped build verified there, every
+               # epilogue; then, for where the branch should end, the pairs against the 2 x 2 clusters at 81-113
+               # k-blocks (interleaved), the pairs verified there
+    mkdir -p "$LOGS/rule28"
+    run bench-pairs 60 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x4104 --shape 1000x1000x2056 --shape 1024x1024x4104 --shape 768x1024x4104 --shape 500x1000x4104 --publish
+    run verify-pairs 60 python3 -m stages verify v5_fused_epilogue --shape 1000x1000x4104 --shape 1000x1000x2056 --shape 1024x1024x4104 --shape 768x1024x4104 --shape 500x1000x4104 --shape 999x1001x3080 --epilogue all
+    run pairs-end-probe 60 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x5128,1000x1000x6152,1000x1000x7176,768x1024x6152 --epilogues plain --rounds 6 --out "$LOGS/rule28"
+    run verify-pairs-long 40 python3 -m stages verify v5_fused_epilogue --set AUTO=0 --set BM=64 --set BN=128 --set STAGES=8 --set CLUSTER_M=2 --shape 1000x1000x5128 --shape 999x1001x7176 --epilogue alpha+bias32+gelu_tanh ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

@@ -167,6 +167,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    the 2 x 2 clusters of 128 x 256 55.8 against 59.5, without A_ROWS).
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
+PAIR_MAX_K_TILES = 66  # below it, with M > 128, 64 x 128 pairs before those 2 x 2 clusters (_auto, "pairs of 64 x 128")
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
@@ -364,6 +365,17 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # Rows that start mid-sector (sector_misaligned): the loads, not the tensor cores, bound
         # the tile: 2-CTA clusters share B.
         return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1, 1, False
+    tiles = cdiv(m, 64) * cdiv(n, 128)
+    if sector_misaligned(k) and m > 128 and 16 <= nkt < PAIR_MAX_K_TILES and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms \
+            and (2 * tiles > sms or nkt >= LONG_K_TILES):
+        # Rows that start mid-sector, M > 128 and K up to 65 k-blocks: 64 x 128 tiles in 2-CTA
+        # clusters sharing B (one wave of pairs), before the 64 x 128 tiles alone (32-63 k-blocks)
+        # and the 2 x 2 clusters (64-65): results/probes/20261202T192004-nvidia-h200-npairs.json,
+        # us, the rule before -> pairs: 1000 x 1000 x 2056 19.8 -> 16.1, 1000 x 1000 x 4104 28.3
+        # -> 25.6, 1024 x 1024 x 4104 27.9 -> 25.2, 768 x 1024 x 4104 23.2 -> 22.3, 500 x 1000 x
+        # 4104 23.5 -> 20.8; at 1000 x 1000 x 8200 (129 k-blocks) the 2 x 2 clusters won, 39.6
+        # against 44.7
+        return 64, 128, TILES[(64, 128)], 1, 2, 1, 1, False
     if sector_misaligned(k) and nkt >= LONG_K_TILES:
         # Rows that start mid-sector and a long K: the loads, not the SMs, bound it;
         # 2 x 2 clusters share A along the tile row and B down the column, halving each CTA's
@@ -375,7 +387,6 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         for bm, bn in ((128, 128), (128, 256)):
             if cdiv(m, 2 * bm) * cdiv(n, 2 * bn) <= dev.clusters(4):
                 return bm, bn, TILES[(bm, bn)], 1, 2, 2, 1, False
-    tiles = cdiv(m, 64) * cdiv(n, 128)
     if tiles <= sms and (nkt >= N64_MIN_K_TILES or not sector_misaligned(k)):
         # 64 x 128 tiles in one wave, K split to fill it where most SMs would idle and the
         # splits stay long: at least 32 k-blocks each under a quarter wave, 64 under a half.
