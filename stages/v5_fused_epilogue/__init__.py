@@ -112,6 +112,9 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    (0.024), 3000^3 0.125 -> 0.097 (0.083); 2 x 2 clusters were slower than pairs at all five
 #    shapes tried (by 0.3% at 4096 x 14336 x 4104), CLUSTER_N=2 alone slower still; at whole
 #    lines (4096^3) pairs lost 1.5% (0.183 -> 0.186).
+#  * Rows that start mid-sector, M > 128 and 16-65 k-blocks (PAIR_MAX_K_TILES), where the pairs fit
+#    one wave: 64 x 128 tiles in 2-CTA clusters sharing B (the 1000^3 build), before the two
+#    branches below (results/probes/20261202T192004; README "The rule: pairs of 64 x 128").
 #  * K of 64 or more k-blocks, rows that start mid-sector (K % 16 == 8), under
 #    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
