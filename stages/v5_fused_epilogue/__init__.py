@@ -369,8 +369,8 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # the tile: 2-CTA clusters share B.
         return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1, 1, False
     tiles = cdiv(m, 64) * cdiv(n, 128)
-    if sector_misaligned(k) and m > 128 and 16 <= nkt < PAIR_MAX_K_TILES and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms \
-            and (2 * tiles > sms or nkt >= LONG_K_TILES):
+    if sector_misaligned(k) and m > 128 and 16 <= nkt < PAIR_MAX_K_TILES \
+            and cdiv(m, 128) * cdiv(n, 128) <= dev.clusters(2) and (2 * tiles > sms or nkt >= LONG_K_TILES):
         # Rows that start mid-sector, M > 128 and K up to 65 k-blocks: 64 x 128 tiles in 2-CTA
         # clusters sharing B (one wave of pairs), before the 64 x 128 tiles alone (32-63 k-blocks)
         # and the 2 x 2 clusters (64-65): results/probes/20261202T192004-nvidia-h200-npairs.json,
