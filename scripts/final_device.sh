@@ -932,6 +932,11 @@ case ${1:-} in
     run verify-pairs 60 python3 -m stages verify v5_fused_epilogue --shape 1000x1000x4104 --shape 1000x1000x2056 --shape 1024x1024x4104 --shape 768x1024x4104 --shape 500x1000x4104 --shape 999x1001x3080 --epilogue all
     run pairs-end-probe 60 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x5128,1000x1000x6152,1000x1000x7176,768x1024x6152 --epilogues plain --rounds 6 --out "$LOGS/rule28"
     run verify-pairs-long 40 python3 -m stages verify v5_fused_epilogue --set AUTO=0 --set BM=64 --set BN=128 --set STAGES=8 --set CLUSTER_M=2 --shape 1000x1000x5128 --shape 999x1001x7176 --epilogue alpha+bias32+gelu_tanh ;;
+  pairsend29)  # (issue 13, twenty-ninth session) rule28 put the pairs ahead of the 2 x 2 clusters at 1000 x 1000 up to
+               # 97 k-blocks and behind at 768 x 1024 x 6152 (97): the pairs, the rule (2 x 2 past 65 k-blocks) and an
+               # A/A copy of it at 73, 81 and 89 k-blocks on four grids, to place PAIR_MAX_K_TILES per grid
+    mkdir -p "$LOGS/pairsend29"
+    run pairsend-probe 150 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2" --shapes 1000x1000x4616,1000x1000x5128,1000x1000x5640,768x1024x4616,768x1024x5128,768x1024x5640,1024x1024x4616,1024x1024x5128,1024x1024x5640,500x1000x4616,500x1000x5128,500x1000x5640,640x1000x5128 --epilogues plain --rounds 6 --verify-shapes 999x1001x5640 --repeat 1 --out "$LOGS/pairsend29" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
