@@ -112,9 +112,11 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    (0.024), 3000^3 0.125 -> 0.097 (0.083); 2 x 2 clusters were slower than pairs at all five
 #    shapes tried (by 0.3% at 4096 x 14336 x 4104), CLUSTER_N=2 alone slower still; at whole
 #    lines (4096^3) pairs lost 1.5% (0.183 -> 0.186).
-#  * Rows that start mid-sector, M > 128 and 16-65 k-blocks (PAIR_MAX_K_TILES), where the pairs fit
-#    one wave: 64 x 128 tiles in 2-CTA clusters sharing B (the 1000^3 build), before the two
-#    branches below (results/probes/20261202T192004; README "The rule: pairs of 64 x 128").
+#  * Rows that start mid-sector, M > 128 and 16-65 k-blocks (PAIR_MAX_K_TILES), or 66-97
+#    (PAIR_FULL_MAX_K_TILES) where the 64 x 128 tiles fill over three quarters of a wave, and the
+#    pairs fit one wave: 64 x 128 tiles in 2-CTA clusters sharing B (the 1000^3 build), before
+#    the two branches below (results/probes/20261202T192004, T210457 and T212526; README "The
+#    rule: pairs of 64 x 128").
 #  * K of 64 or more k-blocks, rows that start mid-sector (K % 16 == 8), under
 #    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
@@ -171,6 +173,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
 PAIR_MAX_K_TILES = 66  # below it, with M > 128, 64 x 128 pairs before those 2 x 2 clusters (_auto, "pairs of 64 x 128")
+PAIR_FULL_MAX_K_TILES = 98  # ... and below this one where the 64 x 128 tiles fill over 3/4 of a wave
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
@@ -369,15 +372,26 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # the tile: 2-CTA clusters share B.
         return 128, 256, TILES[(128, 256)], 1, 2 if sector_misaligned(k) else 1, 1, 1, False
     tiles = cdiv(m, 64) * cdiv(n, 128)
-    if sector_misaligned(k) and m > 128 and 16 <= nkt < PAIR_MAX_K_TILES \
-            and cdiv(m, 128) * cdiv(n, 128) <= dev.clusters(2) and (2 * tiles > sms or nkt >= LONG_K_TILES):
-        # Rows that start mid-sector, M > 128 and K up to 65 k-blocks: 64 x 128 tiles in 2-CTA
-        # clusters sharing B (one wave of pairs), before the 64 x 128 tiles alone (32-63 k-blocks)
-        # and the 2 x 2 clusters (64-65): results/probes/20261202T192004-nvidia-h200-npairs.json,
-        # us, the rule before -> pairs: 1000 x 1000 x 2056 19.8 -> 16.1, 1000 x 1000 x 4104 28.3
-        # -> 25.6, 1024 x 1024 x 4104 27.9 -> 25.2, 768 x 1024 x 4104 23.2 -> 22.3, 500 x 1000 x
-        # 4104 23.5 -> 20.8; at 1000 x 1000 x 8200 (129 k-blocks) the 2 x 2 clusters won, 39.6
-        # against 44.7
+    if sector_misaligned(k) and nkt >= 16 and cdiv(m, 128) * cdiv(n, 128) <= dev.clusters(2) and (
+            (nkt < N64_MIN_K_TILES and 2 * tiles > sms)
+            or (m > 128 and nkt < PAIR_MAX_K_TILES and (2 * tiles > sms or nkt >= LONG_K_TILES))
+            or (m > 128 and nkt < PAIR_FULL_MAX_K_TILES and 4 * tiles > 3 * sms)):
+        # Rows that start mid-sector and one wave of pairs: 64 x 128 tiles in 2-CTA clusters
+        # sharing B (each CTA loads half of B and multicasts it to both), before the 64 x 128 tiles
+        # alone (32-63 k-blocks) and the 2 x 2 clusters (64 or more), where
+        #  - K is 16-31 k-blocks and the tiles fill over half a wave (any M > 64: 1000^3,
+        #    results/probes/20261130T195254 and T195642, 12.1-12.5 against 12.9 us alone);
+        #  - M > 128 and K is up to 65 k-blocks, over half a wave or against the 2 x 2 clusters
+        #    (results/probes/20261202T192004-nvidia-h200-npairs.json, us, the rule before ->
+        #    pairs: 1000 x 1000 x 2056 19.8 -> 16.1, 1000 x 1000 x 4104 28.3 -> 25.6, 1024 x 1024
+        #    x 4104 27.9 -> 25.2, 768 x 1024 x 4104 23.2 -> 22.3, 500 x 1000 x 4104 23.5 -> 20.8);
+        #  - M > 128, K up to 97 k-blocks and the tiles fill over three quarters of a wave
+        #    (results/probes/20261202T210457-nvidia-h200-pairsend.json and
+        #    20261202T212526-nvidia-h200-pairsend29.json, us, 2 x 2 -> pairs: 1000 x 1000 x 4616 28.6 -> 26.9, x 5128 30.1 -> 28.4,
+        #    x 5640 31.4 -> 30.8, x 6152 33.0 -> 32.5, 1024 x 1024 x 5128 30.2 -> 29.1; 128 tiles.
+        #    With 96 or fewer the 2 x 2 clusters won from 73 k-blocks on: 768 x 1024 x 4616 24.5
+        #    against 24.7, 500 x 1000 x 5128 25.1 against 26.1; at 1000 x 1000 x 7176, 113 k-blocks,
+        #    36.7 against 37.8; at 8200, 129, 39.6 against 44.7).
         return 64, 128, TILES[(64, 128)], 1, 2, 1, 1, False
     if sector_misaligned(k) and nkt >= LONG_K_TILES:
         # Rows that start mid-sector and a long K: the loads, not the SMs, bound it;
@@ -401,11 +415,6 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
             return 64, 64, TILES[(64, 64)], 1, 1, 1, 1, False
         return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1, 1, False  # (no empty split)
-    if nkt >= 16 and 2 * tiles > sms and 2 * cdiv(m, 128) * cdiv(n, 128) <= sms:
-        # A short K of rows that start mid-sector (16 to 31 k-blocks) and more than half a wave of
-        # 64 x 128 tiles: those tiles in 2-CTA clusters (one wave of them), each CTA loading half
-        # of B and multicasting it to both
-        return 64, 128, TILES[(64, 128)], 1, 2, 1, 1, False
     return 128, 128, TILES[(128, 128)], 1, 1, 1, 1, False
 
 
