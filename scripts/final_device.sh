@@ -937,6 +937,17 @@ case ${1:-} in
                # A/A copy of it at 73, 81 and 89 k-blocks on four grids, to place PAIR_MAX_K_TILES per grid
     mkdir -p "$LOGS/pairsend29"
     run pairsend-probe 150 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2" --shapes 1000x1000x4616,1000x1000x5128,1000x1000x5640,768x1024x4616,768x1024x5128,768x1024x5640,1024x1024x4616,1024x1024x5128,1024x1024x5640,500x1000x4616,500x1000x5128,500x1000x5640,640x1000x5128 --epilogues plain --rounds 6 --verify-shapes 999x1001x5640 --repeat 1 --out "$LOGS/pairsend29" ;;
+  rule29)      # (issue 13, twenty-ninth session) the pairs branch widened to 97 k-blocks where 64 x 128 tiles fill
+               # over 3/4 of a wave: its shapes' bench, published; the rule verified there, every epilogue; the pairs
+               # against the 2 x 2 clusters on the wide grids the condition also admits (M 200-512, never timed);
+               # then both suite orders at once, with the time left
+    mkdir -p "$LOGS/rule29"
+    run bench-pairs-long 50 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x4616 --shape 1000x1000x5128 --shape 1000x1000x6152 --shape 1024x1024x5128 --publish
+    run verify-pairs-long 50 python3 -m stages verify v5_fused_epilogue --shape 1000x1000x5128 --shape 999x1001x6152 --shape 1024x1024x5640 --shape 200x4096x5128 --shape 1000x1000x7176 --epilogue all
+    run wide-pairs-probe 60 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 200x4096x5128,256x4096x5640,512x2048x5128,200x4096x4168,1000x1000x5128 --epilogues plain --rounds 6 --out "$LOGS/rule29"
+    run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rfEs --tb=short tests/ &
+    run suite-reversed 560 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --order reverse tests/ &
+    wait ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
