@@ -942,7 +942,7 @@ case ${1:-} in
                # against the 2 x 2 clusters on the wide grids the condition also admits (M 200-512, never timed);
                # then both suite orders at once, with the time left
     mkdir -p "$LOGS/rule29"
-    run bench-pairs-long 50 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x4616 --shape 1000x1000x5128 --shape 1000x1000x6152 --shape 1024x1024x5128 --publish
+    run bench-pairs-long 50 python3 -m stages bench v5_fused_epilogue cublas --shape 1000x1000x4616 --shape 1000x1000x5128 --shape 1000x1000x6152 --shape 1024x1024x5128 --out "$LOGS/rule29/bench.json"  # (published here after the call: a record published on the device mid-call would leave the README blocks stale for the suites below)
     run verify-pairs-long 50 python3 -m stages verify v5_fused_epilogue --shape 1000x1000x5128 --shape 999x1001x6152 --shape 1024x1024x5640 --shape 200x4096x5128 --shape 1000x1000x7176 --epilogue all
     run wide-pairs-probe 60 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 200x4096x5128,256x4096x5640,512x2048x5128,200x4096x4168,1000x1000x5128 --epilogues plain --rounds 6 --out "$LOGS/rule29"
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rfEs --tb=short tests/ &
