@@ -524,7 +524,9 @@ def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
     ((512, 4096, 4112), 1, 1), ((1000, 1000, 4112), 1, 1), ((4096, 4096, 4112), 1, 1), ((3000, 3000, 3024), 1, 1),
     ((1000, 1000, 2056), 2, 1), ((500, 1000, 4104), 2, 1), ((768, 1024, 4104), 2, 1), ((1000, 1000, 8200), 2, 2),
     ((1000, 1000, 4168), 2, 1), ((300, 1000, 2056), 1, 1), ((1000, 1000, 6152), 2, 1), ((1024, 1024, 5640), 2, 1),
-    ((1000, 1000, 6216), 2, 2), ((1000, 1000, 7176), 2, 2), ((768, 1024, 4616), 2, 2), ((500, 1000, 5128), 2, 2)])
+    ((1000, 1000, 6216), 2, 2), ((1000, 1000, 7176), 2, 2), ((768, 1024, 4616), 2, 2), ((500, 1000, 5128), 2, 2),
+    ((512, 2048, 5128), 2, 1), ((200, 4096, 5128), 2, 2), ((256, 4096, 5640), 2, 2), ((200, 4096, 4104), 2, 1),
+    ((2048, 512, 5128), 2, 2)])
 def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     """Clusters only where every other row of A and B starts 16 bytes into a 32-byte sector
     (K % 16 == 8; results/probes/20261201T074000 and T074612: where K % 16 == 0 and K % 64 != 0
@@ -533,8 +535,9 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     of one wave (results/probes/20261130T195254 and T195642: 1000^3 12.1-12.5 against 12.9 us),
     and with M > 128 up to 65 of them, over half a wave or against the 2 x 2 clusters
     (results/probes/20261202T192004: 1000 x 1000 x 4104 28.3 -> 25.6 us, 1000 x 1000 x 2056 19.8 -> 16.1),
-    and up to 97 where the 64 x 128 tiles fill over three quarters of a wave (results/probes/
-    20261202T212526: 1000 x 1000 x 5128 30.1 -> 28.4; 768 x 1024 x 4616, 96 tiles, 24.5 against 24.7);
+    and up to 97 where 8 or more rows and columns of 64 x 128 tiles fill over three quarters of a wave (results/probes/
+    20261202T212526: 1000 x 1000 x 5128 30.1 -> 28.4; 768 x 1024 x 4616, 96 tiles, 24.5 against 24.7;
+    T213354: 200 x 4096 x 5128, 4 rows of 128 tiles, 30.6 against 33.3);
     2 x 2 clusters where K is 64 or more partial k-blocks (66 or 98 or more with M > 128) and 128 x 256 tiles fill under two thirds
     of a wave (results/probes/20261130T234552: 130 x 5000 x 5000 44.7 -> 39.1 us); 2-CTA clusters
     of 128 x 256 tiles where they fill two thirds of a wave or more (results/probes/

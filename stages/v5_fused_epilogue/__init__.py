@@ -113,10 +113,10 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    shapes tried (by 0.3% at 4096 x 14336 x 4104), CLUSTER_N=2 alone slower still; at whole
 #    lines (4096^3) pairs lost 1.5% (0.183 -> 0.186).
 #  * Rows that start mid-sector, M > 128 and 16-65 k-blocks (PAIR_MAX_K_TILES), or 66-97
-#    (PAIR_FULL_MAX_K_TILES) where the 64 x 128 tiles fill over three quarters of a wave, and the
-#    pairs fit one wave: 64 x 128 tiles in 2-CTA clusters sharing B (the 1000^3 build), before
-#    the two branches below (results/probes/20261202T192004, T210457 and T212526; README "The
-#    rule: pairs of 64 x 128").
+#    (PAIR_FULL_MAX_K_TILES) where 8 or more rows and columns of 64 x 128 tiles fill over 3/4
+#    of a wave, and the pairs fit one wave: 64 x 128 tiles in 2-CTA clusters sharing B (the
+#    1000^3 build), before the two branches below (results/probes/20261202T192004, T210457,
+#    T212526 and T213354; README "The rule: pairs of 64 x 128").
 #  * K of 64 or more k-blocks, rows that start mid-sector (K % 16 == 8), under
 #    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
@@ -173,7 +173,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 N64_MIN_K_TILES = 32
 LONG_K_TILES = 64  # k-blocks from which partial-line rows take 2 x 2 clusters (300 x 3000 x 3000, 47: not)
 PAIR_MAX_K_TILES = 66  # below it, with M > 128, 64 x 128 pairs before those 2 x 2 clusters (_auto, "pairs of 64 x 128")
-PAIR_FULL_MAX_K_TILES = 98  # ... and below this one where the 64 x 128 tiles fill over 3/4 of a wave
+PAIR_FULL_MAX_K_TILES = 98  # ... and below this one where >= 8 x 8 64 x 128 tiles fill over 3/4 of a wave
 MAX_SPLITS = 8
 MIN_K_TILES_PER_SPLIT = 4
 
@@ -375,7 +375,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     if sector_misaligned(k) and nkt >= 16 and cdiv(m, 128) * cdiv(n, 128) <= dev.clusters(2) and (
             (nkt < N64_MIN_K_TILES and 2 * tiles > sms)
             or (m > 128 and nkt < PAIR_MAX_K_TILES and (2 * tiles > sms or nkt >= LONG_K_TILES))
-            or (m > 128 and nkt < PAIR_FULL_MAX_K_TILES and 4 * tiles > 3 * sms)):
+            or (min(cdiv(m, 64), cdiv(n, 128)) >= 8 and nkt < PAIR_FULL_MAX_K_TILES and 4 * tiles > 3 * sms)):
         # Rows that start mid-sector and one wave of pairs: 64 x 128 tiles in 2-CTA clusters
         # sharing B (each CTA loads half of B and multicasts it to both), before the 64 x 128 tiles
         # alone (32-63 k-blocks) and the 2 x 2 clusters (64 or more), where
@@ -385,13 +385,18 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         #    (results/probes/20261202T192004-nvidia-h200-npairs.json, us, the rule before ->
         #    pairs: 1000 x 1000 x 2056 19.8 -> 16.1, 1000 x 1000 x 4104 28.3 -> 25.6, 1024 x 1024
         #    x 4104 27.9 -> 25.2, 768 x 1024 x 4104 23.2 -> 22.3, 500 x 1000 x 4104 23.5 -> 20.8);
-        #  - M > 128, K up to 97 k-blocks and the tiles fill over three quarters of a wave
-        #    (results/probes/20261202T210457-nvidia-h200-pairsend.json and
-        #    20261202T212526-nvidia-h200-pairsend29.json, us, 2 x 2 -> pairs: 1000 x 1000 x 4616 28.6 -> 26.9, x 5128 30.1 -> 28.4,
-        #    x 5640 31.4 -> 30.8, x 6152 33.0 -> 32.5, 1024 x 1024 x 5128 30.2 -> 29.1; 128 tiles.
-        #    With 96 or fewer the 2 x 2 clusters won from 73 k-blocks on: 768 x 1024 x 4616 24.5
-        #    against 24.7, 500 x 1000 x 5128 25.1 against 26.1; at 1000 x 1000 x 7176, 113 k-blocks,
-        #    36.7 against 37.8; at 8200, 129, 39.6 against 44.7).
+        #  - at least 8 rows and 8 columns of tiles (M > 448, N > 896), K up to 97 k-blocks and
+        #    the tiles fill over three quarters of a wave (results/probes/20261202T210457-nvidia-
+        #    h200-pairsend.json, 20261202T212526-nvidia-h200-pairsend29.json, T213354 (rule29-wide)
+        #    and T214713 (pairscheck), us, 2 x 2 ->
+        #    pairs: 1000 x 1000 x 4616 28.6 -> 26.9, x 5128 30.1 -> 28.4, x 5640 31.4 -> 30.8,
+        #    x 6152 33.0 -> 32.5, 1024 x 1024 x 5128 30.2 -> 29.1, 512 x 2048 x 5128 30.6 -> 30.2;
+        #    128 tiles each. With 96 or fewer the 2 x 2 clusters won from 73 k-blocks on: 768 x 1024
+        #    x 4616 24.5 against 24.7, 500 x 1000 x 5128 25.1 against 26.1; so they did on the
+        #    4-row grids of 128 tiles, 200 x 4096 x 5128 30.6 against 33.3, 256 x 4096 x 5640 32.1
+        #    against 34.8 (no grid of 4 tile columns was timed: their mirror, the 8 columns are asked
+        #    for too); at 1000 x 1000 x 7176, 113 k-blocks, 36.7 against 37.8; at 8200, 129, 39.6
+        #    against 44.7).
         return 64, 128, TILES[(64, 128)], 1, 2, 1, 1, False
     if sector_misaligned(k) and nkt >= LONG_K_TILES:
         # Rows that start mid-sector and a long K: the loads, not the SMs, bound it;
