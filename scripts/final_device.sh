@@ -948,6 +948,15 @@ case ${1:-} in
     run suite-file 560 python3 -m pytest -q -p no:cacheprovider -rfEs --tb=short tests/ &
     run suite-reversed 560 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --order reverse tests/ &
     wait ;;
+  pairs30)     # (issue 13, for the next session) rule29's call read the pairs 2 us slower at 1000 x 1000 x 5128 than
+               # three other calls did, the 2 x 2 clusters and cuBLAS unchanged: the board (nvidia-smi's UUID, the
+               # cluster slots) and then four fresh processes of the same interleaved probe, to tell a slow board
+               # from a slow process (allocation, placement)
+    mkdir -p "$LOGS/pairs30"
+    run board 20 nvidia-smi --query-gpu=uuid,serial,clocks.max.sm,power.limit --format=csv
+    for i in 1 2 3 4; do
+      run pairs-process-$i 45 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x5128,1000x1000x4104,1000x1000x1000 --epilogues plain --rounds 4 --out "$LOGS/pairs30/p$i"
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

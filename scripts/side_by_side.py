@@ -50,6 +50,7 @@ def interleaved(runs, rounds, reps, flush):
 def save(out_dir, kind, settings, **parts):
     """Write a probe's record, DIR/<kind>.json: the kind, this machine and its versions
     (records.environment), the settings, and the parts given (results=rows, ...); returns the path."""
+    os.makedirs(out_dir, exist_ok=True)  # (a probe's --out folder need not exist yet)
     path = os.path.join(out_dir, f"{kind}.json")
     with open(path, "w") as f:
         json.dump({"kind": kind, "env": records.environment(), "settings": settings, **parts}, f, indent=1)

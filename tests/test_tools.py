@@ -534,3 +534,21 @@ def test_inspect_reads_local_memory_and_sass_from_the_binary(monkeypatch):
     rep = inspect.inspect_stage(stages.get("v0_naive"))
     assert rep.local_memory == 64 and rep.registers == 77 and rep.opcodes == {"STL": 1, "FFMA": 1}
     assert any("local memory: 64 B" in f for f in rep.failures)
+
+
+@pytest.mark.parametrize("smi, uuid", [("580.0, 1980, 1980, GPU-0a1b", "GPU-0a1b"), ("580.0, 1980, 1980", None)])
+def test_a_records_environment_names_the_board_and_its_cluster_slots(monkeypatch, smi, uuid):
+    """The lent GPUs vary from call to call, and a figure can move between calls (the v5 README's
+    pairs at 1000 x 1000 x 5128): env.gpu says which board (nvidia-smi's UUID, None where
+    nvidia-smi gives none) and the clusters that fit at once (DeviceInfo.cluster_slots)."""
+    runtime = type("R", (), {"driverGetVersion": staticmethod(lambda: 13000),
+                             "runtimeGetVersion": staticmethod(lambda: 13020)})
+    fake_cp = type("CP", (), {"cuda": type("C", (), {"runtime": runtime})})
+    monkeypatch.setattr(gpu, "available", lambda: (True, ""))
+    monkeypatch.setattr(gpu, "cupy", lambda: fake_cp)
+    monkeypatch.setattr(gpu, "current", lambda: gpu.DeviceInfo(0, "NVIDIA H200", (9, 0), 132, 1980, 60 << 20,
+                                                              232_448, (132, 66, 30, 15)))
+    monkeypatch.setattr(gpu, "driver_string", lambda: smi)
+    env = records.environment()["gpu"]
+    assert env["uuid"] == uuid and env["cluster_slots"] == [132, 66, 30, 15]
+    assert (env["driver"], env["sm_clock_idle_mhz"], env["sm_count"]) == ("580.0", "1980", 132)

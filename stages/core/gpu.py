@@ -221,13 +221,15 @@ def compile_arch(dev: DeviceInfo, req: Requirement) -> str:
 
 
 def driver_string() -> str | None:
-    """The driver version as nvidia-smi prints it (e.g. 580.159.04), if nvidia-smi is here."""
+    """nvidia-smi's "driver, current SM MHz, max SM MHz, UUID" for the first GPU (e.g.
+    "580.159.04, 1980, 1980, GPU-..."), if nvidia-smi is here. The UUID names the board, so that
+    records from different calls can be told apart when a figure moves between them."""
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
     try:
         out = subprocess.run(
-            [exe, "--query-gpu=driver_version,clocks.sm,clocks.max.sm", "--format=csv,noheader,nounits"],
+            [exe, "--query-gpu=driver_version,clocks.sm,clocks.max.sm,uuid", "--format=csv,noheader,nounits"],
             capture_output=True, text=True, timeout=20,
         ).stdout.strip().splitlines()
     except (OSError, subprocess.SubprocessError):

@@ -205,7 +205,7 @@ def environment() -> dict:
         return env
     cp = gpu.cupy()
     dev = gpu.current()
-    smi = gpu.driver_string()  # "580.159.04, 1980, 1980" (driver, current SM MHz, max SM MHz)
+    smi = gpu.driver_string()  # "580.159.04, 1980, 1980, GPU-..." (driver, current and max SM MHz, UUID)
     smi_fields = [f.strip() for f in smi.split(",")] if smi else []
     env["gpu"] = {
         "name": dev.name,
@@ -217,6 +217,8 @@ def environment() -> dict:
         "driver": smi_fields[0] if smi_fields else None,
         "cuda_driver_api": cp.cuda.runtime.driverGetVersion(),
         "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+        "uuid": smi_fields[3] if len(smi_fields) > 3 else None,  # which board (the lent GPUs vary)
+        "cluster_slots": list(dev.cluster_slots),  # clusters of 1, 2, 4, 8 resident at once (DeviceInfo)
     }
     return env
 
