@@ -372,7 +372,7 @@ def cmd_profile(args) -> int:
     print(f"ncu {record['settings'].get('ncu_version')} ({record['settings'].get('ncu')}), one launch at "
           f"{'x'.join(map(str, shape))} after a warm-up"
           + (f", epilogue {args.epilogue}" if args.epilogue != bench.PLAIN_WORD else ""))
-    keys = list(profile.METRICS) + profile.all_metrics(extra)[len(profile.all_metrics()):]  # + the asked-for ones
+    keys = list(profile.METRICS) + profile.asked_metrics(extra)
     rows = []
     for e in record["results"]:
         if e["status"] != "ok":

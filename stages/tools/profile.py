@@ -77,10 +77,19 @@ NO_PROFILER = r"ERR_NVGPUCTRPERM|Failed to initialize the profiler|LibraryNotLoa
 TOP_STALLS = 4
 
 
+def _fixed_metrics() -> list[str]:
+    return [*METRICS, SAMPLE_COUNT, *(STALL_PREFIX + s for s in STALLS)]
+
+
+def asked_metrics(extra=()) -> list[str]:
+    """The `extra` metrics (--metric) not already in the fixed set, once each, in the order given."""
+    fixed = _fixed_metrics()
+    return [x for x in dict.fromkeys(extra) if x not in fixed]
+
+
 def all_metrics(extra=()) -> list[str]:
-    """The fixed set, then any `extra` metric not already in it (in the order given)."""
-    fixed = [*METRICS, SAMPLE_COUNT, *(STALL_PREFIX + s for s in STALLS)]
-    return fixed + [x for x in dict.fromkeys(extra) if x not in fixed]
+    """The fixed set, then the asked-for metrics (asked_metrics)."""
+    return _fixed_metrics() + asked_metrics(extra)
 
 
 # ---- finding ncu ---------------------------------------------------------------------------
