@@ -250,7 +250,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # torch's rows stay out, on any machine
     monkeypatch.setattr(gpu, "available", lambda: (True, ""))
     monkeypatch.setattr(gpu, "current", lambda: DeviceInfo(0, "NVIDIA H200", (9, 0), 132, 1980, 0, 60 << 20))
-    monkeypatch.setattr(gpu, "driver_string", lambda: "580.0, 1980, 1980")
+    monkeypatch.setattr(gpu, "smi_reading", lambda device_id=None: gpu.SmiReading("580.0", "1980", "1980", None))
     env = {"date": "2026-12-01T00:00:00+00:00", "git_commit": "abc", "git_dirty": False,
            "host": {"cpu": "x", "cores": 1, "platform": "x"}, "versions": {}, "gpu": {"name": "NVIDIA H200"}}
     monkeypatch.setattr(records, "environment", lambda: copy.deepcopy(env))

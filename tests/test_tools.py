@@ -536,7 +536,8 @@ def test_inspect_reads_local_memory_and_sass_from_the_binary(monkeypatch):
     assert any("local memory: 64 B" in f for f in rep.failures)
 
 
-@pytest.mark.parametrize("smi, uuid", [("580.0, 1980, 1980, GPU-0a1b", "GPU-0a1b"), ("580.0, 1980, 1980", None)])
+@pytest.mark.parametrize("smi, uuid", [(gpu.SmiReading("580.0", "1980", "1980", "GPU-0a1b"), "GPU-0a1b"),
+                                       (gpu.SmiReading("580.0", "1980", "1980", None), None)])
 def test_a_records_environment_names_the_board_and_its_cluster_slots(monkeypatch, smi, uuid):
     """The lent GPUs vary from call to call, and a figure can move between calls (the v5 README's
     pairs at 1000 x 1000 x 5128): env.gpu says which board (nvidia-smi's UUID, None where
@@ -548,7 +549,33 @@ def test_a_records_environment_names_the_board_and_its_cluster_slots(monkeypatch
     monkeypatch.setattr(gpu, "cupy", lambda: fake_cp)
     monkeypatch.setattr(gpu, "current", lambda: gpu.DeviceInfo(0, "NVIDIA H200", (9, 0), 132, 1980, 60 << 20,
                                                               232_448, (132, 66, 30, 15)))
-    monkeypatch.setattr(gpu, "driver_string", lambda: smi)
+    asked = []
+    monkeypatch.setattr(gpu, "smi_reading", lambda device_id=None: asked.append(device_id) or smi)
     env = records.environment()["gpu"]
+    assert asked == [0]  # nvidia-smi's row for the device the record describes
     assert env["uuid"] == uuid and env["cluster_slots"] == [132, 66, 30, 15]
     assert (env["driver"], env["sm_clock_idle_mhz"], env["sm_count"]) == ("580.0", "1980", 132)
+
+
+SMI_TWO_BOARDS = ("00000000:19:00.0, 580.159.04, 1980, 1980, GPU-aaaa\n"
+                  "00000000:3B:00.0, 580.159.04, 345, 1980, GPU-bbbb\n")
+
+
+@pytest.mark.parametrize("pci, uuid, clock", [((0, 0x3B, 0), "GPU-bbbb", "345"), ((0, 0x19, 0), "GPU-aaaa", "1980")])
+def test_parse_smi_takes_the_row_at_the_cuda_devices_pci_address(pci, uuid, clock):
+    """nvidia-smi lists GPUs in PCI order and CUDA may number them otherwise (fastest first,
+    CUDA_VISIBLE_DEVICES): the row is the one whose bus id is the device's, not the first."""
+    got = gpu.parse_smi(SMI_TWO_BOARDS, pci)
+    assert got == gpu.SmiReading("580.159.04", clock, "1980", uuid)
+
+
+def test_parse_smi_says_none_rather_than_guess():
+    """No row at the address, or several rows and no address: None, not some other board's row.
+    One row and no address: that row. N/A fields and short rows read as None."""
+    assert gpu.parse_smi(SMI_TWO_BOARDS, (0, 0x5E, 0)) is None
+    assert gpu.parse_smi(SMI_TWO_BOARDS, None) is None
+    assert gpu.parse_smi("", (0, 0x19, 0)) is None
+    one = "00000000:19:00.0, 580.159.04, [N/A], 1980\n"
+    assert gpu.parse_smi(one, None) == gpu.SmiReading("580.159.04", None, "1980", None)
+    assert gpu._bus("0000:3b:00.0") == gpu._bus("00000000:3B:00.0") == (0, 0x3B, 0)
+    assert gpu._bus("not a bus id") is None

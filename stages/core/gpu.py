@@ -89,6 +89,8 @@ class DeviceInfo:
     # not four and a half: fewer than sm_count // size where the GPCs' SM counts do not divide.
     # Empty where unknown (then sm_count // size).
     cluster_slots: tuple[int, ...] = ()
+    # (domain, bus, device) of its PCI address: how nvidia-smi's rows are matched to it (parse_smi).
+    pci: tuple[int, int, int] | None = None
 
     @property
     def arch(self) -> str:
@@ -175,6 +177,13 @@ def _cluster_slots(device_id: int, smem_optin: int) -> tuple[int, ...]:
         return ()
 
 
+def _pci(cp, device_id: int) -> tuple[int, int, int] | None:
+    try:
+        return _bus(cp.cuda.runtime.deviceGetPCIBusId(device_id))  # "0000:19:00.0"
+    except Exception:
+        return None
+
+
 @functools.lru_cache(maxsize=None)
 def _info(device_id: int) -> DeviceInfo:
     cp = cupy()
@@ -189,6 +198,7 @@ def _info(device_id: int) -> DeviceInfo:
         l2_bytes=int(p.get("l2CacheSize", 0)),
         smem_optin_bytes=int(p.get("sharedMemPerBlockOptin", 0)),
         cluster_slots=_cluster_slots(device_id, int(p.get("sharedMemPerBlockOptin", 0))) if p["major"] >= 9 else (),
+        pci=_pci(cp, device_id),
     )
 
 
@@ -220,21 +230,54 @@ def compile_arch(dev: DeviceInfo, req: Requirement) -> str:
     return dev.arch
 
 
-def driver_string() -> str | None:
-    """nvidia-smi's "driver, current SM MHz, max SM MHz, UUID" for the first GPU (e.g.
-    "580.159.04, 1980, 1980, GPU-..."), if nvidia-smi is here. The UUID names the board, so that
-    records from different calls can be told apart when a figure moves between them."""
+@dataclass(frozen=True)
+class SmiReading:
+    """What nvidia-smi says of one GPU: its driver, its SM clock now and at most (MHz, as
+    nvidia-smi prints them), and its UUID, which names the board, so that records from different
+    calls can be told apart when a figure moves between them. None where nvidia-smi says N/A."""
+    driver: str | None
+    sm_clock_mhz: str | None
+    sm_clock_max_mhz: str | None
+    uuid: str | None
+
+
+SMI_QUERY = "pci.bus_id,driver_version,clocks.sm,clocks.max.sm,uuid"
+
+
+def _bus(text: str) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of a PCI bus id, "00000000:19:00.0" (nvidia-smi) or "0000:19:00.0"."""
+    try:
+        domain, bus, devfn = text.strip().split(":")
+        return int(domain, 16), int(bus, 16), int(devfn.split(".")[0], 16)
+    except ValueError:
+        return None
+
+
+def parse_smi(text: str, pci: tuple[int, int, int] | None) -> SmiReading | None:
+    """The row of `nvidia-smi --query-gpu=SMI_QUERY --format=csv,noheader,nounits` for the GPU at
+    PCI address `pci` (domain, bus, device). nvidia-smi numbers GPUs in PCI order and CUDA, by
+    default, fastest first, and CUDA_VISIBLE_DEVICES renumbers them again: only the bus id
+    matches a row to the CUDA device. With `pci` unknown, the one row if there is one, else None."""
+    rows = [[f.strip() for f in line.split(",")] for line in text.splitlines() if line.strip()]
+    if pci is not None:
+        rows = [r for r in rows if _bus(r[0]) == tuple(pci)]
+    if len(rows) != 1:
+        return None
+    fields = [None if f in ("", "N/A", "[N/A]") else f for f in rows[0][1:5]]
+    return SmiReading(*(fields + [None] * (4 - len(fields))))
+
+
+def smi_reading(device_id: int | None = None) -> SmiReading | None:
+    """nvidia-smi's reading of the current CUDA device (or `device_id`), if nvidia-smi is here."""
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
     try:
-        out = subprocess.run(
-            [exe, "--query-gpu=driver_version,clocks.sm,clocks.max.sm,uuid", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20,
-        ).stdout.strip().splitlines()
+        out = subprocess.run([exe, f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return out[0] if out else None
+    return parse_smi(out, _info(current_device_id() if device_id is None else device_id).pci)
 
 
 def current_device_id() -> int:

@@ -243,8 +243,8 @@ def run_bench(stage_names, shapes=None, cpu_shapes=None, reps: int = 30, warmup:
                 bar.update()
             del a, b, bias
             cp.get_default_memory_pool().free_all_blocks()
-        smi = gpu.driver_string()  # the SM clock right after the timed runs, under load
-        record["env"]["gpu"]["sm_clock_after_runs_mhz"] = smi.split(",")[1].strip() if smi else None
+        smi = gpu.smi_reading()  # the SM clock right after the timed runs, under load
+        record["env"]["gpu"]["sm_clock_after_runs_mhz"] = smi.sm_clock_mhz if smi else None
     if cpu_wanted:
         record["cpu"] = cpu_bench.run_cpu(cpu_shapes, progress=_OneStep(bar) if bar.enabled else None)
     bar.close()

@@ -205,19 +205,18 @@ def environment() -> dict:
         return env
     cp = gpu.cupy()
     dev = gpu.current()
-    smi = gpu.driver_string()  # "580.159.04, 1980, 1980, GPU-..." (driver, current and max SM MHz, UUID)
-    smi_fields = [f.strip() for f in smi.split(",")] if smi else []
+    smi = gpu.smi_reading(dev.id) or gpu.SmiReading(None, None, None, None)  # nvidia-smi's row for this GPU
     env["gpu"] = {
         "name": dev.name,
         "compute_capability": f"{dev.cc[0]}.{dev.cc[1]}",
         "sm_count": dev.sm_count,
-        "sm_clock_max_mhz": dev.sm_clock_mhz or (smi_fields[2] if len(smi_fields) > 2 else None),
-        "sm_clock_idle_mhz": smi_fields[1] if len(smi_fields) > 1 else None,
+        "sm_clock_max_mhz": dev.sm_clock_mhz or smi.sm_clock_max_mhz,
+        "sm_clock_idle_mhz": smi.sm_clock_mhz,
         "l2_bytes": dev.l2_bytes,
-        "driver": smi_fields[0] if smi_fields else None,
+        "driver": smi.driver,
         "cuda_driver_api": cp.cuda.runtime.driverGetVersion(),
         "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
-        "uuid": smi_fields[3] if len(smi_fields) > 3 else None,  # which board (the lent GPUs vary)
+        "uuid": smi.uuid,  # which board (the lent GPUs vary)
         "cluster_slots": list(dev.cluster_slots),  # clusters of 1, 2, 4, 8 resident at once (DeviceInfo)
     }
     return env
