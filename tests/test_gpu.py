@@ -128,6 +128,25 @@ def test_bench_records_ratio_to_cublas_and_a_sound_record(runnable, tmp_path):
 
 
 @pytest.mark.gpu
+def test_nvidia_smis_row_is_the_current_devices():
+    """On real hardware the record's board is found by the CUDA device's PCI bus id (the format
+    deviceGetPCIBusId gives here is the one parse_smi reads) and nvidia-smi's row for it names a
+    board and a driver. Skipped, saying so, where nvidia-smi is not on PATH."""
+    import shutil
+
+    from stages.core import gpu
+
+    if not shutil.which("nvidia-smi"):
+        pytest.skip("nvidia-smi is not on PATH: records carry no driver, clock or board here")
+    dev = gpu.current()
+    assert dev.pci is not None, "deviceGetPCIBusId gave a bus id parse_smi cannot read"
+    got = gpu.smi_reading()
+    assert got is not None, f"no nvidia-smi row at PCI {dev.pci}"
+    assert got.uuid and got.uuid.startswith("GPU-") and got.driver
+    assert records.environment()["gpu"]["uuid"] == got.uuid
+
+
+@pytest.mark.gpu
 def test_overhead_record(runnable):
     runnable("v0_naive")
     rec = bench.run_overhead(["v0_naive", "cublas"], calls=50, progress=False)
