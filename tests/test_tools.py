@@ -5,6 +5,7 @@ a check never made, a field dropped, an exit code ignored); no GPU needed.
 """
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -214,6 +215,22 @@ def test_records_round_trip_and_feed_the_tables(tmp_path):
     assert "| 1024×1024×1024 | 250 | 200 | 0.80 |" in report.cpu_table(recs)
     assert "20.000 (19.000–21.000)" in report.stage_measured("v0_naive", recs)
     assert json.loads(path.read_text())["env"]["gpu"]["name"] == "NVIDIA H200"
+
+
+def test_measured_block_names_every_run_its_rows_come_from():
+    """A stage's rows are each shape's newest record, so they may come from several runs: the
+    block's last line names each one (commit, date), not only the last row's."""
+    old = dict(_record(), _path="results/20261129T000000-nvidia-h200.json")
+    new = copy.deepcopy(_record())
+    new["env"].update(git_commit="fedcba98765", date="2026-11-30T00:00:00+00:00")
+    new["results"] = [dict(e, m=8192, n=8192, k=8192) for e in new["results"]]
+    new["_path"] = "results/20261130T000000-nvidia-h200.json"
+    text = report.stage_measured("v0_naive", [old, new])
+    last = text.splitlines()[-1]
+    assert "2 runs" in last and "(commit abc1234def, 2026-11-29)" in last and "(commit fedcba9876, 2026-11-30)" in last
+    assert last.count("GPU NVIDIA H200") == 1  # one board, named once
+    one = report.stage_measured("v0_naive", [old]).splitlines()[-1]
+    assert one.startswith("GPU NVIDIA H200") and "commit abc1234def, 2026-11-29." in one
 
 
 def test_overhead_table_groups_rows_by_shape():

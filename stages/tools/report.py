@@ -72,12 +72,29 @@ def stage_measured(name: str, recs: list[dict]) -> str:
                    f"{e['tflops']:.1f} | {_fmt(e.get('pct_peak'), '.1f')} | "
                    f"{_ratio(e.get('ratio_cublas'))} | {e['rel_err']:.1e} | "
                    f"[{Path(rec['_path']).name}](../../{rec['_path']}) |")
-    env = rows[-1][1][1]["env"]
-    g = env["gpu"]
+    runs = {}  # each record the rows came from, once: rows may come from different runs
+    for _, (e, rec) in rows:
+        runs.setdefault(rec["_path"], rec["env"])
+
+    def _board(env):
+        g = env["gpu"]
+        return (f"GPU {g['name']} (driver {g['driver']}, CUDA runtime {g['cuda_runtime']}), "
+                f"CuPy {env['versions']['cupy']}")
+
+    def _when(env):
+        return f"commit {str(env['git_commit'])[:10]}, {env['date'][:10]}"
+
     out.append("")
-    out.append(f"GPU {g['name']} (driver {g['driver']}, CUDA runtime {g['cuda_runtime']}), "
-               f"CuPy {env['versions']['cupy']}, commit {str(env['git_commit'])[:10]}, {env['date'][:10]}. "
-               "× cuBLAS is measured in the same run on the same inputs.")
+    if len(runs) == 1:
+        env = next(iter(runs.values()))
+        out.append(f"{_board(env)}, {_when(env)}. × cuBLAS is measured in the same run on the same inputs.")
+    else:
+        boards = {}  # the runs grouped by the board and versions they ran on
+        for path, env in sorted(runs.items()):
+            boards.setdefault(_board(env), []).append(f"{Path(path).name[:15]} ({_when(env)})")
+        out.append(f"The rows come from {len(runs)} runs: " + "; ".join(
+            f"{board}: {', '.join(names)}" for board, names in boards.items())
+            + ". × cuBLAS is measured in each row's own run on the same inputs.")
     return "\n".join(out)
 
 
