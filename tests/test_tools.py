@@ -233,6 +233,18 @@ def test_measured_block_names_every_run_its_rows_come_from():
     assert one.startswith("GPU NVIDIA H200") and "commit abc1234def, 2026-11-29." in one
 
 
+def test_a_stages_ablation_is_a_run_of_its_own_variants():
+    """v4's ablation times v3 beside its variants (`--beside`): that newer run is not v3's
+    ablation, whose table must come from the run that timed v3's own variants."""
+    row = {"m": 4096, "n": 4096, "k": 4096, "status": "ok", "tflops": 600.0, "ratio_cublas": 0.9}
+    own = {"results": [dict(row, stage="v3_wgmma_tma"), dict(row, stage="v3_wgmma_tma[STAGES=3]")], "_path": "a"}
+    beside = {"results": [dict(row, stage="v3_wgmma_tma"), dict(row, stage="v4_swizzle_pipeline[ORDER=0]")],
+              "_path": "b"}
+    assert records.latest_ablation("v3_wgmma_tma", [own, beside]) is own
+    assert records.latest_ablation("v4_swizzle_pipeline", [own, beside]) is beside
+    assert records.latest_ablation("v2_cp_async", [own, beside]) is None
+
+
 def test_overhead_table_groups_rows_by_shape():
     """`bench --overhead --shape ...` records several shapes: each its own block of rows, the
     skipped ones left out, the first shape first."""

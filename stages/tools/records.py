@@ -323,10 +323,11 @@ def load_all(folder: Path = RESULTS) -> list[dict]:
 
 
 def latest_ablation(name: str, recs: list[dict] | None = None) -> dict | None:
-    """The newest published tuning record that timed stage `name` or a variant of it (an
-    ablation run with `tune --variant ...`), or None."""
+    """The newest published tuning record that timed a variant of stage `name` (an ablation run
+    with `tune --variant ...`), or None. A record that has the stage only as a plain row beside
+    another stage's variants (`--beside`) is that stage's ablation, not this one's."""
     recs = load_all(RESULTS / "tuning") if recs is None else recs
-    return next((r for r in reversed(recs) if any(e.get("stage", "").startswith(name + "[") or e.get("stage") == name
+    return next((r for r in reversed(recs) if any(e.get("stage", "").startswith(name + "[")
                                                   for e in r.get("results", []))), None)
 
 

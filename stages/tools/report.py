@@ -240,7 +240,8 @@ def diff_summary(name: str) -> str:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return (f"`diff stages/{prev.name}/kernel.cu stages/{name}/kernel.cu`: {added} lines added, "
-            f"{removed} removed ({len(prev.code().splitlines())} -> {len(st.code().splitlines())} lines).")
+            f"{removed} removed ({len(prev.code().splitlines())} -> {len(st.code().splitlines())} lines; counted "
+            f"by Python's difflib, which pairs lines differently from GNU diff, so its counts differ a little).")
 
 
 def replace_block(text: str, name: str, body: str) -> str:
