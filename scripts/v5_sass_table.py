@@ -14,6 +14,7 @@ kernels). Prints a markdown table: the v5 README's "Inspect" section is this scr
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +30,7 @@ from stages.core.stage import Call  # noqa: E402
 from stages.tools import inspect  # noqa: E402
 
 V5 = stages.get("v5_fused_epilogue")
+OVERRIDES: dict = {}  # --set K=V: applied to every build after defines_for (a knob under study)
 OPS = ("HGMMA", "UTMALDG", "UTMASTG", "STSM", "MUFU", "LDS", "STG", "STL", "LDL")
 
 # (shape, epilogue): the goal shapes of issue 13 and one of each kind of build the rule picks.
@@ -62,10 +64,11 @@ def epilogue(text: str) -> contract.Epilogue:
 def build_row(shape, epi_text):
     m, n, k = shape
     d = v5.defines_for(Call(_Ptr, _Ptr, _Ptr, m, n, k, V5.defines, gpu.REFERENCE_DEVICE, epilogue(epi_text)))
-    compiled = V5.compile("sm_90a", d)
+    compiled = V5.compile("sm_90a", {**d, **OVERRIDES})
     usage = inspect.resource_usage(str(compiled.cubin_path), V5.kernel)
-    ops = inspect.count_opcodes(inspect.kernel_sass(str(compiled.cubin_path), V5.kernel))
-    return d, usage, compiled.constant("gemm_smem_bytes", 0), ops
+    text = inspect.kernel_sass(str(compiled.cubin_path), V5.kernel)
+    ops = inspect.count_opcodes(text)
+    return d, usage, compiled.constant("gemm_smem_bytes", 0), ops, hashlib.md5(text.encode()).hexdigest()[:10]
 
 
 def describe(d: dict) -> str:
@@ -81,15 +84,17 @@ def describe(d: dict) -> str:
     return f"{tile}, " + ", ".join(bits)
 
 
-def table() -> str:
+def table(md5: bool = False) -> str:
     with ThreadPoolExecutor(max_workers=2) as pool:
         built = list(pool.map(lambda r: build_row(*r), ROWS))
     head = "| shape | epilogue | build (`defines_for`) | regs | stack | smem | " + " | ".join(OPS) + " | SASS |"
-    lines = [head, "|" + "---|" * (7 + len(OPS))]
-    for (shape, epi), (d, usage, smem, ops) in zip(ROWS, built):
+    head += " md5 |" if md5 else ""
+    lines = [head, "|" + "---|" * (7 + len(OPS) + md5)]
+    for (shape, epi), (d, usage, smem, ops, digest) in zip(ROWS, built):
         cells = [str(ops.get(op, 0)) for op in OPS]
         lines.append(f"| {'×'.join(map(str, shape))} | {epi} | {describe(d)} | {usage.get('REG')} | "
-                     f"{usage.get('STACK')} | {smem:,} | " + " | ".join(cells) + f" | {sum(ops.values()):,} |")
+                     f"{usage.get('STACK')} | {smem:,} | " + " | ".join(cells) + f" | {sum(ops.values()):,} |"
+                     + (f" {digest} |" if md5 else ""))
     return "\n".join(lines)
 
 
@@ -100,7 +105,7 @@ def spills() -> str:
     builds += [dict(b, BIAS=1) for b in builds if b["BIAS"] == 2]  # the fp16 bias too (torch's usual)
 
     def frame(extra):
-        compiled = V5.compile("sm_90a", extra)
+        compiled = V5.compile("sm_90a", {**extra, **OVERRIDES})
         stack = inspect.resource_usage(str(compiled.cubin_path), V5.kernel).get("STACK", 0)
         if not stack:
             return 0, None
@@ -146,7 +151,7 @@ def shipped() -> str:
                     seen.setdefault(tuple(sorted(d.items())), (m, n, k, text))
 
     def frame(key):
-        compiled = V5.compile("sm_90a", dict(key))
+        compiled = V5.compile("sm_90a", {**dict(key), **OVERRIDES})
         stack = inspect.resource_usage(str(compiled.cubin_path), V5.kernel).get("STACK", 0)
         if not stack:
             return 0, None
@@ -171,9 +176,14 @@ def main(argv=None):
     ap.add_argument("--spills", action="store_true", help="also scan every build tests/test_v5.py enumerates")
     ap.add_argument("--shipped", action="store_true",
                     help="also scan every build defines_for picks over a grid of shapes and epilogues")
+    ap.add_argument("--set", action="append", default=[], metavar="K=V",
+                    help="override a define in every build (a knob under study)")
+    ap.add_argument("--md5", action="store_true", help="add the md5 of each row's main-kernel SASS")
     args = ap.parse_args(argv)
-    print(f"NVRTC {compiler.nvrtc_version()}, sm_90a, main kernel only")
-    print(table())
+    OVERRIDES.update((kv.split("=")[0], int(kv.split("=")[1])) for kv in args.set)
+    print(f"NVRTC {compiler.nvrtc_version()}, sm_90a, main kernel only"
+          + (f", with {', '.join(args.set)}" if args.set else ""))
+    print(table(args.md5))
     if args.spills:
         print(spills())
     if args.shipped:
