@@ -957,6 +957,19 @@ case ${1:-} in
     for i in 1 2 3 4; do
       run pairs-process-$i 45 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x5128,1000x1000x4104,1000x1000x1000 --epilogues plain --rounds 4 --out "$LOGS/pairs30/p$i"
     done ;;
+  regsplit30)  # (issue 13, for the next session) REG_SPLIT=2 (the producer at 24 registers, the consumers at 240,
+               # or 248 with one consumer warpgroup, where stream-K does not run) takes the spills out of 20 of the 21
+               # spilling builds on the host (README "Inspect"). Right first: every epilogue on the shapes whose builds
+               # spilled (64 x 256 at M 129-192, clustered 128 x 256 with bias + gelu_tanh/silu) and odd shapes; the
+               # sanitizers on one of each; then timed against the shipped build, with an A/A copy, where it changes
+               # what runs: 4096^3 (STREAMK=0, two consumers), the spilling builds, one-consumer tiles
+    mkdir -p "$LOGS/regsplit30"
+    run verify-regsplit 150 python3 -m stages verify v5_fused_epilogue --set REG_SPLIT=2 --shape 129x8192x4096 --shape 150x8192x4104 --shape 1000x2048x4104 --shape 129x8192x4104 --shape 1000x4096x1000 --shape 4096x4096x4096 --shape 999x1001x1000 --shape 1000x1000x4104 --shape 129x14336x4096 --shape 16x14336x4096 --shape 4095x4097x4104 --epilogue all
+    run verify-regsplit-odd 90 python3 -m stages verify v5_fused_epilogue --set REG_SPLIT=2 $ODD --epilogue alpha+bias32+gelu_tanh --repeat 5
+    run regsplit-racecheck 60 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set REG_SPLIT=2 --shape 150x2048x4104
+    run regsplit-synccheck 60 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set REG_SPLIT=2 --shape 150x2048x4104
+    run regsplit-memcheck 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set REG_SPLIT=2 --shape 150x2048x4104
+    run regsplit-probe 150 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,REG_SPLIT=2" --shapes 4096x4096x4096,129x8192x4096,1000x2048x4104,1000x4096x1000,1000x1000x1000,128x14336x4096 --epilogues plain,bias+gelu_tanh,bias+silu --rounds 5 --out "$LOGS/regsplit30" ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

@@ -133,7 +133,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    is faster, 1024 x 2048 x 4096 29.4 against 38.5; over several waves it lost, 4096^3 208.2
 #    against 183.2). 64 x 64 where the 64 x 128 tiles run unsplit in at most half a wave and
 #    64 x 64 ones fit one (128 x 4096 x 4096 21.4 -> 18.1, 512 x 1024 x 4096 17.0 -> 16.0, 256 x
-#    2048 x 4096 17.7 -> 16.2; with a second wave it lost by a quarter or more: 1024^3, 1000 x 1000
+#    2048 x 4096 17.7 -> 16.2; with a second wave it lost by 23% or more: 1024^3, 1000 x 1000
 #    x 4096, 130 x 5000 x 5000). 128 x 192 only with whole k-blocks: with K = 1000 or 4104 (rows
 #    not a multiple of 128 bytes) it lost to 128 x 256 (results/probes/20261130T185710: 1300 x 2048
 #    x 1000 19.7 against 18.8 us, 1500 x 2000 x 4104 66.0 against 64.0; 1501 x 1999 x 1000, stored
