@@ -95,14 +95,14 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    with 32 k-blocks per split and 64 tiles it lost: 128 x 4096 x 4096 21.7 -> 23.2, 256 x 2048 x
 #    4096 17.6 -> 19.6, 512 x 1024 x 4096 17.1 -> 18.6). Where the 64 x 128 tiles would need a
 #    second wave, 128 x 128 (384 x 3000 x 6000: 144 of them, 47.0 against 128 x 128's 41.2).
-#    Why K = 1000 hurts: its rows are 2000 bytes, so no 128-byte TMA row is line-aligned; L2
+#    Why K = 1000 hurts: its rows are 2000 bytes, so only one 128-byte TMA row in eight is line-aligned; L2
 #    traffic grows 32% at 128 x 128 and 62% at 128 x 64 against K = 1024, cuBLAS's 11% (ncu,
 #    results/probes/20261130T163853 and T163911 profiles).
 #  * Rows that start mid-sector (K % 16 == 8: sector_misaligned below; the rule said K % 64 != 0
 #    until the K sweep of 2026-12-01) and a wave at least two thirds full of 128 x 256
 #    tiles: those tiles in 2-CTA clusters sharing B (each loads half of it and multicasts it to
-#    both). Such a row is 16-112 bytes off a line, so every 128-byte row of a TMA box touches two
-#    lines (ncu at 4095 x 4104 x 4104: 2.12 GB through L2, against the 1.70 GB the tiles' boxes
+#    both). Most such rows are 16-112 bytes off a line, so their 128-byte rows of a TMA box touch two
+#    lines (ncu at 4095 x 4104 x 4104: 2.12 GB through L2, against the 1.74 GB the tiles' boxes
 #    hold, 544 x 65 x 48 KiB; memory throughput 73% of peak, long-scoreboard stalls 62%;
 #    results/probes/20261201T031530
 #    profiles). Measured (results/probes/20261201T031608 and T031742, tune, ms, unclustered ->
@@ -122,7 +122,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
 #    (DeviceInfo.clusters(4): 30 on the H200), else 128 x 256 (results/probes/20261130T234552, set
 #    the rule: 1000 x 1000 x 4104 37.8 -> 29.0 us, 500 x 2000 x 5000 47.7 -> 31.7; every cluster
-#    lost with whole k-blocks and the 2 x 4 win at 300 x 3000 x 3000, 47 k-blocks, was matched by
+#    lost with 32-byte aligned rows and the 2 x 4 win at 300 x 3000 x 3000, 47 k-blocks, was matched by
 #    128 x 128 alone; T235712 checked it on six more shapes, won at five, lost at 384 x 3000 x
 #    6000; T000204 set the 128 x 128 threshold at the clusters that fit: four wins, that one loss,
 #    49.3 against 41.0 us for 128 x 128 alone with the stream-K fill. README "Clusters").
