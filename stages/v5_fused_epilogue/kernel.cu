@@ -598,7 +598,7 @@ __device__ __forceinline__ bool bar_any(bool p) {
 //     past which the term is below 6.5 Phi(-6.5) = 2.6e-10 (11, one MUFU).
 //     gelu_tanh and silu = x / (1 + e), e = 2^t, t = -2u log2 e or -x log2 e (one ex2, no
 //     __expf range fix-ups), two elements sharing one reciprocal: 1 / ((1 + e0)(1 + e1)) times
-//     the other's factor. x is clamped below at -7.5 (gelu_tanh) or -43 (silu), so that t <= 61
+//     the other's factor. x is clamped below at -7.5 (gelu_tanh) or -43 (silu), so that t <= 62.1
 //     and the product stays finite; the true result is below 1e-17 in magnitude there, and so
 //     is the clamped one (8.5 and 6.5, 1.5 MUFU). (Measured against relu(x) - |x| e / (1 + e)
 //     with e = 2^(-|z| log2 e), four elements sharing a reciprocal, 11.5 and 9.5 with 1.25 MUFU:
