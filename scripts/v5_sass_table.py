@@ -53,12 +53,23 @@ class _Ptr:  # an operand or output as defines_for reads it: a 16-byte aligned p
 
 
 def epilogue(text: str) -> contract.Epilogue:
+    """"plain", or "+"-joined parts: "bias" (fp16), "bias32" (fp32) and an activation."""
     if text == "plain":
         return contract.PLAIN
     parts = text.split("+")
-    bias = np.zeros(1, np.float16) if "bias" in parts else None
-    act = next((p for p in parts if p != "bias"), None)
-    return contract.Epilogue(bias=bias, alpha=1.0, activation=act)
+    dtype = np.float32 if "bias32" in parts else np.float16 if "bias" in parts else None
+    act = next((p for p in parts if p not in ("bias", "bias32")), None)
+    return contract.Epilogue(bias=None if dtype is None else np.zeros(1, dtype), alpha=1.0, activation=act)
+
+
+def frame(defines: dict) -> tuple[int, tuple[int, int] | None]:
+    """The main kernel's stack frame (bytes) for a build, and its (STL, LDL) counts where it has one."""
+    compiled = V5.compile("sm_90a", {**defines, **OVERRIDES})
+    stack = inspect.resource_usage(str(compiled.cubin_path), V5.kernel).get("STACK", 0)
+    if not stack:
+        return 0, None
+    ops = inspect.count_opcodes(inspect.kernel_sass(str(compiled.cubin_path), V5.kernel))
+    return stack, (ops.get("STL", 0), ops.get("LDL", 0))
 
 
 def build_row(shape, epi_text):
@@ -75,7 +86,7 @@ def describe(d: dict) -> str:
     tile = f"{d['BM']} × {d['BN']}" + (f" (A rows {d['A_ROWS']})" if d["A_ROWS"] != d["BM"] else "")
     cm, cn = d.get("CLUSTER_M", 1), d.get("CLUSTER_N", 1)
     bits = [f"{cm} × {cn} cluster"] if cm * cn > 1 else []
-    bits += [f"K split in pairs"] if d.get("SPLIT_CLUSTER", 1) > 1 else []
+    bits += ["K split in pairs"] if d.get("SPLIT_CLUSTER", 1) > 1 else []
     bits += ["split K"] if d["PARTIAL"] else []
     bits += ["stream-K"] if d["STREAMK"] else []
     bits += ["deferred pass"] if d["EPI_DEFER"] else []
@@ -103,15 +114,6 @@ def spills() -> str:
 
     builds = list(_every_build())
     builds += [dict(b, BIAS=1) for b in builds if b["BIAS"] == 2]  # the fp16 bias too (torch's usual)
-
-    def frame(extra):
-        compiled = V5.compile("sm_90a", {**extra, **OVERRIDES})
-        stack = inspect.resource_usage(str(compiled.cubin_path), V5.kernel).get("STACK", 0)
-        if not stack:
-            return 0, None
-        ops = inspect.count_opcodes(inspect.kernel_sass(str(compiled.cubin_path), V5.kernel))
-        return stack, (ops.get("STL", 0), ops.get("LDL", 0))
-
     with ThreadPoolExecutor(max_workers=2) as pool:
         frames = list(pool.map(frame, builds))
     bad = [(b, f) for b, f in zip(builds, frames) if f[0]]
@@ -131,13 +133,6 @@ SHIPPED_EPILOGUES = ("plain", "bias", "bias32", "relu", "gelu", "gelu_tanh", "si
                      "bias+gelu_tanh", "bias+silu", "bias32+gelu_tanh", "bias32+silu", "bias32+gelu")
 
 
-def _epilogue32(text: str) -> contract.Epilogue:
-    epi = epilogue(text.replace("bias32", "bias"))
-    if "bias32" in text:
-        epi = contract.Epilogue(bias=np.zeros(1, np.float32), alpha=1.0, activation=epi.activation)
-    return epi
-
-
 def shipped() -> str:
     """Every distinct build defines_for picks over a grid of shapes (SHIPPED_M x N x K) and
     epilogues (with no bias, an fp16 and an fp32 one), compiled: which have a stack frame."""
@@ -147,20 +142,11 @@ def shipped() -> str:
             for k in SHIPPED_K:
                 for text in SHIPPED_EPILOGUES:
                     d = v5.defines_for(Call(_Ptr, _Ptr, _Ptr, m, n, k, V5.defines, gpu.REFERENCE_DEVICE,
-                                            _epilogue32(text)))
+                                            epilogue(text)))
                     seen.setdefault(tuple(sorted(d.items())), (m, n, k, text))
-
-    def frame(key):
-        compiled = V5.compile("sm_90a", {**dict(key), **OVERRIDES})
-        stack = inspect.resource_usage(str(compiled.cubin_path), V5.kernel).get("STACK", 0)
-        if not stack:
-            return 0, None
-        ops = inspect.count_opcodes(inspect.kernel_sass(str(compiled.cubin_path), V5.kernel))
-        return stack, (ops.get("STL", 0), ops.get("LDL", 0))
-
     keys = list(seen)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        frames = list(pool.map(frame, keys))
+        frames = list(pool.map(lambda key: frame(dict(key)), keys))
     bad = [(k, f) for k, f in zip(keys, frames) if f[0]]
     shapes = len(SHIPPED_M) * len(SHIPPED_N) * len(SHIPPED_K)
     out = [f"{len(keys)} distinct builds over {shapes} shapes x {len(SHIPPED_EPILOGUES)} epilogues, "
