@@ -970,6 +970,17 @@ case ${1:-} in
     run regsplit-synccheck 60 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set REG_SPLIT=2 --shape 150x2048x4104
     run regsplit-memcheck 60 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --set REG_SPLIT=2 --shape 150x2048x4104
     run regsplit-probe 150 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,REG_SPLIT=2" --shapes 4096x4096x4096,129x8192x4096,1000x2048x4104,1000x4096x1000,1000x1000x1000,128x14336x4096 --epilogues plain,bias+gelu_tanh,bias+silu --rounds 5 --out "$LOGS/regsplit30" ;;
+  regsplit31)  # (issue 13) REG_SPLIT=2 shipped after regsplit30: the old split (REG_SPLIT=0) timed against it with an
+               # A/A copy, 9 rounds, where regsplit30 read it up to 1% apart (1000 x 4096 x 1000, 4096^3) and on the
+               # large shapes; v5's published benches at the new default; then pairs30's board-or-process question
+    mkdir -p "$LOGS/regsplit31" "$LOGS/pairs30"
+    run regsplit-probe 120 python3 scripts/overlap_probe.py --variants "v5,GROUP_M=16,REG_SPLIT=0" --shapes 4096x4096x4096,8192x8192x8192,4096x14336x4096,1000x4096x1000,129x8192x4096,150x8192x4104,1000x2048x4104,128x14336x4096,1000x1000x1000 --epilogues plain,bias+gelu_tanh,bias+silu --rounds 9 --out "$LOGS/regsplit31"
+    run bench-v5-shapes 100 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
+    run bench-fused 100 python3 -m stages bench v5_fused_epilogue $FUSED --publish
+    run board 20 nvidia-smi --query-gpu=uuid,serial,clocks.max.sm,power.limit --format=csv
+    for i in 1 2 3 4; do
+      run pairs-process-$i 45 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x5128,1000x1000x4104,1000x1000x1000 --epilogues plain --rounds 4 --out "$LOGS/pairs30/p$i"
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

@@ -1280,12 +1280,16 @@ def test_torch_linear_replaced_without_a_copy(activation, runnable):
     (1000, 2048, 4104, "silu", 240),       # 128 x 256 in 2 x 2 clusters: two, the producer at 24
 ])
 def test_reg_split_takes_the_spills_out_of_builds_that_have_them(m, n, k, act, consumer_regs):
-    """REG_SPLIT (a knob, README "Inspect", "Local memory"): builds the rule picks that spill a few
-    registers at 232 per consumer have no local memory with the producer's registers moved to the
-    consumers (setmaxnreg's operand in the SASS: USETMAXREG ... 0xf0 / 0xf8)."""
+    """REG_SPLIT (2 shipped, README "Inspect", "Local memory"): builds the rule picks that spill a
+    few registers at 232 per consumer (REG_SPLIT=0) have no local memory as shipped, with the
+    producer's registers moved to the consumers (setmaxnreg's operand in the SASS: USETMAXREG ...
+    0xf0 / 0xf8)."""
     epi = contract.Epilogue(bias=np.zeros(4, np.float16), alpha=1.0, activation=act)
     d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), m, n, k, V5.defines, DEV, epi))
-    assert d["STREAMK"] == 0  # REG_SPLIT=2 applies where stream-K does not run
-    sass = inspect.kernel_sass(str(V5.compile("sm_90a", {**d, "REG_SPLIT": 2}).cubin_path), V5.kernel)
+    assert d["STREAMK"] == 0 and V5.defines["REG_SPLIT"] == 2  # REG_SPLIT=2 applies where stream-K does not run
+    sass = inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel)
     assert "STL" not in sass and "LDL" not in sass, (m, n, k, act)
     assert f"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {consumer_regs:#x}" in sass
+    # the same build with the old split (40 / 232) is the one that spilled
+    old = inspect.kernel_sass(str(V5.compile("sm_90a", {**d, "REG_SPLIT": 0}).cubin_path), V5.kernel)
+    assert "STL" in old and "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8" in old, (m, n, k, act)

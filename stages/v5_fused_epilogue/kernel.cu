@@ -91,13 +91,13 @@
 // BM 64: 40 x 128 + 232 x 128 = 34,816; BM 192: 40 x 128 + 152 x 384 = 63,488) ------------------
 #define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
-// REG_SPLIT (a knob, 0 shipped): the producer down to 24, the fewest setmaxnreg allows, and the
+// REG_SPLIT (2 shipped): the producer down to 24, the fewest setmaxnreg allows, and the
 // consumers up to 240 (BM 128: 24 x 128 + 240 x 256 = 64,512) or 160 (BM 192: 24 x 128 + 160 x
 // 384 = 64,512); with one consumer warpgroup (BM 64) the pool has room, so 248 beside 40. 1: in
 // every build; 2: without stream-K only (a stream-K producer spills at 24). For the builds that
-// spill a few registers at 232 (README "Inspect", "Local memory").
+// spill a few registers at 232 (README "Inspect", "Local memory"); 0: 40 / 232 in every build.
 #ifndef REG_SPLIT
-#define REG_SPLIT 0
+#define REG_SPLIT 2
 #endif
 #define REG_SPLIT_ON (REG_SPLIT == 1 || (REG_SPLIT == 2 && !STREAMK))
 #define PRODUCER_REGS (REG_SPLIT_ON && CONSUMERS > 1 ? 24 : 40)
