@@ -981,6 +981,18 @@ case ${1:-} in
     for i in 1 2 3 4; do
       run pairs-process-$i 45 python3 scripts/overlap_probe.py --variants "v5,AUTO=0:BM=64:BN=128:STAGES=8:CLUSTER_M=2,AUTO=0:BM=128:BN=128:STAGES=6:CLUSTER_M=2:CLUSTER_N=2" --shapes 1000x1000x5128,1000x1000x4104,1000x1000x1000 --epilogues plain --rounds 4 --out "$LOGS/pairs30/p$i"
     done ;;
+  close31a)    # (issue 13, thirty-first session's close, REG_SPLIT=2 shipped) the whole suite in file order, alone on
+               # the GPU (beside the other order it has run out of its time on a cold compile cache)
+    run suite-file 560 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 tests/ ;;
+  close31b)    # (the same close, straight after close31a on the warm machine: its compile cache) the reversed suite
+               # beside v5's odd shapes with every epilogue x20 and the three sanitizers with every epilogue
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 129x8192x264 --epilogue all"
+    run suite-reversed 540 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse tests/ &
+    run v5-odd-20 300 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    run v5-racecheck 400 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    (run v5-memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN
+     run v5-synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN) &
+    wait ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

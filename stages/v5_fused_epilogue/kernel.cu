@@ -87,7 +87,7 @@
 #define FIX_U 2         // SPLIT_FIXUP: column pairs per thread at once
 #define FIX_S 8         // ... and splits of each loaded together
 
-// ---- roles and register budgets (setmaxnreg, BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
+// ---- roles and register budgets (setmaxnreg with REG_SPLIT=0, as v4; BM 128: 40 x 128 + 232 x 256 = 64,512 <= 65,536;
 // BM 64: 40 x 128 + 232 x 128 = 34,816; BM 192: 40 x 128 + 152 x 384 = 63,488) ------------------
 #define CONSUMERS (BM / 64)                  // consumer warpgroups, 64 rows of BM each
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
