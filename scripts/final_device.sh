@@ -1010,6 +1010,14 @@ case ${1:-} in
     run v5-verify-full 500 python3 -m stages verify v5_fused_epilogue --epilogue all &
     run stress 540 python3 -m stages stress --publish --budget 500 &
     wait ;;
+  owed32c)     # (issue 13, thirty-second session) owed32a ran 1,064 tests in reversed order in 560 s, 0 failed, through
+               # test_v5, test_tools and part of test_stress: the files after those in that order, with owed32b's
+               # verify sweep and stress run beside them (correctness only: nothing here times)
+    TAIL=$(ls tests/test_*.py | grep -v -e test_v5.py -e test_tools.py | sort -r | tr '\n' ' ')
+    run suite-reversed-tail 560 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse $TAIL &
+    run v5-verify-full 540 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run stress 550 python3 -m stages stress --publish --budget 480 &
+    wait ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
