@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import json
 
+import math
+
 import numpy as np
 import pytest
 
@@ -185,6 +187,19 @@ def test_epilogue_reference_applies_alpha_bias_activation():
     assert ref[0, 1] == pytest.approx(4 * 0.5 * (1 + math.erf(4 / math.sqrt(2))), rel=1e-12)
     silu, _ = verify.reference(a, b, np, Epilogue(None, 1.0, "silu"))
     assert silu[0, 0] == pytest.approx(-1 / (1 + np.e))
+
+
+def test_silu_reference_does_not_overflow_where_x_is_very_negative():
+    """x / (1 + e^-x) in float64 overflows e^-x below x = -709 (a RuntimeWarning in every verify run
+    that drew such an accumulator); the reference is written with e^-|x|: no warning, same values."""
+    import warnings
+
+    x = np.array([-1e4, -800.0, -30.0, -1.0, 0.0, 1.0, 30.0, 800.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = verify.activate(x, "silu", np)
+    want = [v / (1 + math.exp(-v)) if v > -700 else 0.0 for v in x.tolist()]  # (-800 e^-800 is 0 in float64)
+    assert got.tolist() == pytest.approx(want, rel=1e-15, abs=0.0)
 
 
 # ---- records ----------------------------------------------------------------------------------

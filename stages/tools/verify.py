@@ -111,7 +111,10 @@ def activate(x, activation: str | None, xp):
     if activation == "gelu_tanh":
         return 0.5 * x * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
     if activation == "silu":
-        return x / (1.0 + xp.exp(-x))
+        # x / (1 + e^-x), written with e^-|x| so that no exp overflows (x < -709 would, with a
+        # RuntimeWarning, though the quotient came out right)
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, x, x * e) / (1.0 + e)
     raise ValueError(f"unknown activation {activation!r}")
 
 
