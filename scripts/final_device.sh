@@ -1018,6 +1018,14 @@ case ${1:-} in
     run v5-verify-full 540 python3 -m stages verify v5_fused_epilogue --epilogue all &
     run stress 550 python3 -m stages stress --publish --budget 480 &
     wait ;;
+  spread32)    # (issue 13, thirty-second session) how far the two goals left nearest their line move from run to run:
+               # 1000^3 against cuBLAS (the order probe: 12 repeats x 3 orders, fresh operands each, 4096^3 as the
+               # control) and the fused bench at 8192^3 three times over (not published: the spread, not a record)
+    mkdir -p "$LOGS/spread32"
+    run order-1000 200 python3 scripts/order_probe.py --shapes 1000x1000x1000,4096x4096x4096 --repeats 12 --out "$LOGS/spread32"
+    for i in 1 2 3; do
+      run fused-8192-$i 120 python3 -m stages bench v5_fused_epilogue --epilogue bias+gelu_tanh --epilogue bias+gelu --shape 8192x8192x8192
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
