@@ -243,10 +243,16 @@ class _FakeStage:
         return True, ""
 
 
+class _Calls(list):
+    timed: list
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """gpu.available says yes, the environment is fixed, and `_gpu_entry` returns a made-up
-    timing per (stage, epilogue) instead of launching: what is left is run_bench's own logic."""
+    """gpu.available says yes, the environment is fixed, and `_prepare`, `_time` and `_judged`
+    stand in for the launches (a made-up timing per (stage, epilogue)): what is left is
+    run_bench's own logic. The list returned holds each prepare call; its `timed`, each `_time`
+    call's (stage, epilogue) pairs."""
     monkeypatch.setitem(sys.modules, "torch", None)  # torch's rows stay out, on any machine
     monkeypatch.setattr(gpu, "available", lambda: (True, ""))
     monkeypatch.setattr(gpu, "current", lambda: DeviceInfo(0, "NVIDIA H200", (9, 0), 132, 1980, 0, 60 << 20))
@@ -268,19 +274,30 @@ def fake_gpu(monkeypatch):
 
     monkeypatch.setattr(gpu, "cupy", lambda: _CP())
     monkeypatch.setattr(bench, "L2Flusher", lambda l2: type("F", (), {"nbytes": 1})())
-    calls = []
+    calls = _Calls()
     tflops = {("cublas", ""): 500.0, ("cublas", "alpha"): 400.0, ("vF_fused", "bias+gelu_tanh"): 300.0,
               ("cublas_cupy_epilogue", "bias+gelu_tanh"): 250.0, ("cublas_cupy_epilogue", "alpha"): 480.0,
               ("vF_fused", ""): 450.0}
 
-    def fake_entry(st, m, n, k, a, b, flush, reps, warmup, spec=bench.PLAIN_SPEC, bias=None):
+    def fake_prepare(st, m, n, k, a, b, spec=bench.PLAIN_SPEC, bias=None):
         calls.append((st.name, spec.text, spec.kwargs(bias).get("bias") is not None))  # what prepare gets
-        tf = tflops[(st.name, spec.text)]
-        return {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text,
-                "ms_median": 1.0, "ms_p20": 0.9, "ms_p80": 1.1, "reps": reps, "tflops": tf, "rel_err": 2e-4,
+        return bench._Prepared(st, spec, None, None, None)
+
+    def fake_time(prepared, reps, warmup, flush):
+        timed.append([(p.st.name, p.spec.text) for p in prepared])  # one call per shape: all in turn
+        return [bench.Timing([1.0] * reps) for _ in prepared]
+
+    def fake_judged(p, m, n, k, a, b, bias, t, reps):
+        tf = tflops[(p.st.name, p.spec.text)]
+        return {"stage": p.st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": p.spec.text,
+                "ms_median": t.median, "ms_p20": 0.9, "ms_p80": 1.1, "reps": reps, "tflops": tf, "rel_err": 2e-4,
                 "bound_ratio": 0.5, "verified": True, "status": "ok", "reason": ""}
 
-    monkeypatch.setattr(bench, "_gpu_entry", fake_entry)
+    timed = []
+    monkeypatch.setattr(bench, "_prepare", fake_prepare)
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench, "_judged", fake_judged)
+    calls.timed = timed
     return calls
 
 
@@ -532,3 +549,81 @@ def test_a_queue_hold_keeps_the_host_out_of_the_kernel_time():
     assert bare >= 2.5, f"bare events: {bare:.3f} ms (the host's 3 ms should be in it)"
     assert held < 0.5, f"behind the hold: {held:.3f} ms (the kernel alone should be)"
     assert float(x[0]) == 1.0 + 12  # every call ran: twice 1 warm-up and 5 timed
+
+
+def test_a_shapes_calls_are_timed_in_turn_in_one_round_robin(fake_gpu):
+    """run_bench prepares every call of a shape first, then times all of them in one `_time` call
+    (in turn, `timing.time_interleaved`), in the plan's order less the skipped ones; the record
+    says so."""
+    fused = _FakeStage("vF_fused", ["bias", "activation"])
+    rec = bench.run_bench([_FakeStage("vP_plain"), fused], shapes=[(64, 32, 16), (8, 8, 8)], reps=3, warmup=1,
+                          progress=False, epilogues=["gelu_tanh+bias"])
+    one = [("cublas", ""), ("vF_fused", "bias+gelu_tanh"), ("cublas_cupy_epilogue", "bias+gelu_tanh")]
+    assert fake_gpu.timed == [one, one], "per shape, one round robin of every call that runs"
+    assert rec["settings"]["order"] == "interleaved"
+
+
+def test_a_call_that_fails_in_the_round_robin_fails_alone(monkeypatch):
+    """`_time`: where the round robin raises, each call is timed alone, so that the failure is
+    recorded against the call that raised and the others keep their timings."""
+    def boom():
+        raise RuntimeError("cudaErrorIllegalAddress (test)")
+
+    def interleaved(runs, reps, warmup, flush):
+        for r in runs:
+            r()
+        return [bench.Timing([1.0] * reps) for _ in runs]
+
+    def alone(run, reps, warmup, flush):
+        run()
+        return bench.Timing([2.0] * reps)
+
+    monkeypatch.setattr(bench, "time_interleaved", interleaved)
+    monkeypatch.setattr(bench, "time_gpu", alone)
+    ok = bench._Prepared(None, bench.PLAIN_SPEC, lambda: None, None, None)
+    bad = bench._Prepared(None, bench.PLAIN_SPEC, boom, None, None)
+    got = bench._time([ok, bad, ok], reps=3, warmup=1, flush=None)
+    assert [t.median if isinstance(t, bench.Timing) else str(t) for t in got] == \
+        [2.0, "cudaErrorIllegalAddress (test)", 2.0]
+    assert [t.median for t in bench._time([ok, ok], reps=3, warmup=1, flush=None)] == [1.0, 1.0]
+
+
+def test_time_interleaved_rotates_the_first_call_and_times_each_call_alone(monkeypatch):
+    """timing.time_interleaved with a stand-in clock: every launch advances it by its call's own
+    duration (and every flush by 100), so each sample must be that call's duration exactly; the
+    launch order must be round i starting at call i % n; warm-ups come first, untimed."""
+    from stages.tools import timing
+
+    clock = [0.0]
+    order = []
+
+    class _Event:
+        def record(self):
+            self.t = clock[0]
+
+        def synchronize(self):
+            pass
+
+    class _CP:
+        class cuda:
+            Event = _Event
+
+            @staticmethod
+            def get_elapsed_time(s, e):
+                return e.t - s.t
+
+    monkeypatch.setattr(gpu, "cupy", lambda: _CP())
+
+    def call(name, us):
+        def run():
+            order.append(name)
+            clock[0] += us
+        return run
+
+    def flush():
+        clock[0] += 100.0
+
+    got = timing.time_interleaved([call("a", 1.0), call("b", 2.0), call("c", 3.0)], reps=4, warmup=2, flush=flush)
+    assert [t.ms for t in got] == [[1.0] * 4, [2.0] * 4, [3.0] * 4]
+    assert order == ["a", "a", "b", "b", "c", "c",                       # the warm-ups
+                     "a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]  # rounds 0-3

@@ -1,24 +1,28 @@
 """Benchmark runs: every requested stage and shape with cuBLAS beside it, one JSON record.
 
-Per (stage, shape): fresh N(0, 1) inputs, a checked launch prepared once (so input checks, tensor
-maps and module loads stay outside the timed region), warm-ups, then timed launches with the L2
-flushed before each (timing.py). The timed output is then judged by the one judge (verify.py),
-guard zones included. cuBLAS is timed first in the same run, so every ratio has its yardstick.
+Per shape: fresh N(0, 1) inputs; per stage a checked launch prepared once (so input checks, tensor
+maps and module loads stay outside the timed region) and warm-ups; then every stage's launches
+timed in turn, one launch of each per round with the L2 flushed before each
+(`timing.time_interleaved`: whichever stage is timed first after an idle gap reads slower at
+~10 µs kernels, so no stage is timed alone, first or last). Each timed output is then judged by
+the one judge (verify.py), guard zones included. cuBLAS is timed in the same rounds, so every
+ratio has its yardstick.
 The CPU baseline is timed against numpy by cpu_bench.py; the call path's host overhead by
 `run_overhead`.
 
 Fused epilogues (`epilogues=["bias+gelu_tanh", ...]`, the CLI's --epilogue): y = act(alpha *
 (a @ b.T) + bias) per spec (`parse_epilogue`), with one fresh float16 N(0, 1) bias per shape. Every
 stage and baseline whose epilogue covers the spec is timed and judged against the fused float64
-reference; the others are recorded as skipped with the reason. Plain cuBLAS is still timed first:
+reference; the others are recorded as skipped with the reason. Plain cuBLAS is still timed:
 a fused entry's ratio_cublas is its TFLOP/s (2*M*N*K flops, the epilogue not counted) over plain
-cuBLAS's. The fused-epilogue baselines (torch's F.linear + activation, torch's cuBLASLt
+cuBLAS's, timed in the same rounds. The fused-epilogue baselines (torch's F.linear + activation, torch's cuBLASLt
 bias+GELU, cuBLAS + a CuPy kernel) join the run on their own when they can run here.
 """
 from __future__ import annotations
 
 import secrets
 import sys
+from typing import NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -28,7 +32,7 @@ from stages.core import contract, gpu
 
 from . import cpu_bench, records, verify
 from .records import EPILOGUE_ALPHA, PLAIN_SPEC, PLAIN_WORD, EpilogueSpec, parse_epilogue  # noqa: F401
-from .timing import L2Flusher, QueueHold, host_per_call, tflops, time_gpu
+from .timing import L2Flusher, QueueHold, Timing, host_per_call, tflops, time_gpu, time_interleaved
 
 # Dense fp16/bf16 tensor-core peak with fp32 accumulation, datasheet TFLOP/s (SXM parts).
 TENSOR_PEAK_TFLOPS = {"H200": 989.4, "H100 80GB HBM3": 989.4, "H100 SXM": 989.4, "H100 NVL": 835.0,
@@ -139,18 +143,48 @@ class _OneStep:
         self._bar.update(1)
 
 
-def _gpu_entry(st, m, n, k, a, b, flush, reps, warmup, spec: EpilogueSpec = PLAIN_SPEC, bias=None) -> dict:
-    """Time one stage on one shape and epilogue (into a guarded, poisoned output), then judge
-    that output against the (fused) float64 reference."""
+class _Prepared(NamedTuple):
+    """One stage, shape and epilogue ready to launch: its prepared call into a guarded, poisoned
+    output (`verify.guarded_output`), which is judged after the timing."""
+    st: object
+    spec: EpilogueSpec
+    run: object
+    buf: object
+    out: object
+
+
+def _prepare(st, m, n, k, a, b, spec: EpilogueSpec = PLAIN_SPEC, bias=None) -> _Prepared:
     cp = gpu.cupy()
     buf, out = verify.guarded_output(m, n, cp)
-    run = st.prepare(a, b, out, **spec.kwargs(bias))
-    t = time_gpu(run, reps=reps, warmup=warmup, flush=flush)
+    return _Prepared(st, spec, st.prepare(a, b, out, **spec.kwargs(bias)), buf, out)
+
+
+def _time(prepared: list, reps: int, warmup: int, flush) -> list:
+    """Each prepared call's Timing, or the exception its launches raised: every call timed in
+    turn with the others (`time_interleaved`); where that raises, each alone, so that the failure
+    is the failing stage's."""
+    try:
+        return time_interleaved([p.run for p in prepared], reps=reps, warmup=warmup, flush=flush)
+    except Exception:  # noqa: BLE001  (which stage failed: timed one by one below)
+        pass
+    out = []
+    for p in prepared:
+        try:
+            out.append(time_gpu(p.run, reps=reps, warmup=warmup, flush=flush))
+        except Exception as exc:  # noqa: BLE001  a failed launch is a result, recorded
+            out.append(exc)
+    return out
+
+
+def _judged(p: _Prepared, m, n, k, a, b, bias, t: Timing, reps: int) -> dict:
+    """A timed call's entry: its output judged against the (fused) float64 reference."""
+    cp = gpu.cupy()
+    st, spec = p.st, p.spec
     chk = verify.Check(st.name, m, n, k, seed=-1, epilogue=spec.text)
     unfused = rounds_before_epilogue(st, spec)
     ref, mag = fused_reference(a, b, cp, spec.epilogue(bias), intermediate_fp16=unfused)
-    verify.judge_output(chk, out, ref, mag, cp, buf)
-    del ref, mag, buf, out
+    verify.judge_output(chk, p.out, ref, mag, cp, p.buf)
+    del ref, mag
     entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text,
              "ms_median": t.median, "ms_p20": t.p20, "ms_p80": t.p80, "reps": reps,
              "tflops": tflops(m, n, k, t.median), "rel_err": chk.rel_fro,
@@ -161,30 +195,61 @@ def _gpu_entry(st, m, n, k, a, b, flush, reps, warmup, spec: EpilogueSpec = PLAI
     return entry
 
 
-def _entry(st, m, n, k, a, b, flush, reps, warmup, spec: EpilogueSpec, bias) -> dict:
-    """One stage, shape and epilogue: skipped with the reason, or timed and judged."""
+def _failed(entry: dict, exc: BaseException) -> dict:
+    return {**entry, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def _skipped(st, m, n, k, spec: EpilogueSpec) -> dict | None:
+    """The entry of a stage, shape and epilogue that is not run, with the reason; None if it runs."""
     entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text}
     runnable, reason = st.runnable()
     gap = fusion_gap(st, spec)
     if not runnable:
-        entry.update(status="skipped", reason=reason)
-    elif not st.constraints.supports(m, n, k):
-        entry.update(status="skipped", reason=f"shape not supported ({st.constraints.describe()})")
-    elif gap:
-        entry.update(status="skipped", reason=f"{st.name} {gap}")
-    else:
-        try:
-            entry = _gpu_entry(st, m, n, k, a, b, flush, reps, warmup, spec, bias)
-        except Exception as exc:  # noqa: BLE001  a failed launch is a result, recorded
-            entry.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:500])
-    return entry
+        return {**entry, "status": "skipped", "reason": reason}
+    if not st.constraints.supports(m, n, k):
+        return {**entry, "status": "skipped", "reason": f"shape not supported ({st.constraints.describe()})"}
+    if gap:
+        return {**entry, "status": "skipped", "reason": f"{st.name} {gap}"}
+    return None
+
+
+def _shape_entries(plan, m, n, k, a, b, flush, reps, warmup, bias, bar) -> list:
+    """Every (spec, stage) of the plan on one shape, in the plan's order: skipped with the reason,
+    or prepared, then all prepared calls timed in turn (`_time`), then each judged."""
+    slots = []
+    for spec, st in plan:
+        bar.set_description_str(f"{st.name} {m}x{n}x{k}" + (f" {spec.text}" if spec.text else "") + ": prepare")
+        entry = _skipped(st, m, n, k, spec)
+        if entry is None:
+            try:
+                entry = _prepare(st, m, n, k, a, b, spec, bias)
+            except Exception as exc:  # noqa: BLE001  a failed call is a result, recorded
+                entry = _failed({"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16",
+                                 "epilogue": spec.text}, exc)
+        slots.append(entry)
+    prepared = [s for s in slots if isinstance(s, _Prepared)]
+    bar.set_description_str(f"{len(prepared)} calls at {m}x{n}x{k}: timed in turn")
+    timings = dict(zip(map(id, prepared), _time(prepared, reps, warmup, flush)))
+    entries = []
+    for slot in slots:
+        if isinstance(slot, _Prepared):
+            base = {"stage": slot.st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": slot.spec.text}
+            t = timings[id(slot)]
+            try:
+                slot = _failed(base, t) if isinstance(t, BaseException) else _judged(slot, m, n, k, a, b, bias, t, reps)
+            except Exception as exc:  # noqa: BLE001
+                slot = _failed(base, exc)
+        entries.append(slot)
+        bar.update()
+    return entries
 
 
 def run_bench(stage_names, shapes=None, cpu_shapes=None, reps: int = 30, warmup: int = 5,
               progress: bool = True, kind: str = "bench", epilogues=None, fused_baselines: bool = True) -> dict:
     """Time stages (names, or stage objects such as tuning variants) and return the record.
 
-    GPU stages and 'cublas' are timed on `shapes`, cuBLAS first (every ratio needs it);
+    GPU stages and 'cublas' are timed on `shapes`, in turn with each other (every ratio needs
+    cuBLAS; the record's settings say `order: interleaved`);
     'cpu_numba' is timed against numpy on `cpu_shapes`.
     `epilogues`: epilogue specs ("bias+gelu_tanh", EpilogueSpec, "plain"); without them the plain
     GEMM. With a fused spec, only cuBLAS is timed plain (the yardstick) unless "plain" is among
@@ -193,7 +258,7 @@ def run_bench(stage_names, shapes=None, cpu_shapes=None, reps: int = 30, warmup:
     specs = list(dict.fromkeys(parse_epilogue(s) if isinstance(s, str) else s for s in (epilogues or ())))
     fused = [s for s in specs if not s.plain]
     plain_wanted = not fused or PLAIN_SPEC in specs
-    settings = {"reps": reps, "warmup": warmup}
+    settings = {"reps": reps, "warmup": warmup, "order": "interleaved"}  # timing.time_interleaved
     if specs:
         settings["epilogues"] = [s.text for s in specs]
         settings["epilogue_bias"] = "float16, N(0, 1), drawn once per shape"
@@ -230,17 +295,14 @@ def run_bench(stage_names, shapes=None, cpu_shapes=None, reps: int = 30, warmup:
             seed = secrets.randbits(63)
             a, b = verify.random_operands(m, n, k, seed, cp)
             bias = random_bias(n, seed + 1, cp) if any(s.bias for s in fused) else None
-            cublas_tf = None
-            for spec, st in plan:
-                bar.set_description_str(f"{st.name} {m}x{n}x{k}" + (f" {spec.text}" if spec.text else ""))
-                entry = _entry(st, m, n, k, a, b, flush, reps, warmup, spec, bias)
-                if st.name == "cublas" and spec.plain and entry["status"] == "ok":
-                    cublas_tf = entry["tflops"]
+            entries = _shape_entries(plan, m, n, k, a, b, flush, reps, warmup, bias, bar)
+            cublas_tf = next((e["tflops"] for e in entries
+                              if e["stage"] == "cublas" and not e["epilogue"] and e["status"] == "ok"), None)
+            for entry in entries:
                 if "tflops" in entry:
                     entry["pct_peak"] = 100 * entry["tflops"] / peak if peak else None
                     entry["ratio_cublas"] = entry["tflops"] / cublas_tf if cublas_tf else None
                 record["results"].append(entry)
-                bar.update()
             del a, b, bias
             cp.get_default_memory_pool().free_all_blocks()
         smi = gpu.smi_reading()  # the SM clock right after the timed runs, under load

@@ -141,6 +141,37 @@ def time_gpu(run, reps: int = 30, warmup: int = 5, flush: "L2Flusher | QueueHold
     return Timing([cp.cuda.get_elapsed_time(s, e) for s, e in events])
 
 
+def time_interleaved(runs, reps: int = 30, warmup: int = 5,
+                     flush: "L2Flusher | QueueHold | None" = None) -> list[Timing]:
+    """Samples (ms) of several prepared launches timed in turn, one Timing per run: `warmup`
+    launches of each, then `reps` rounds; round i launches every run once, starting with run
+    i % len(runs), each after its own `flush` and between its own pair of events.
+
+    Why not one run after another (`time_gpu` each): whichever is timed first after an idle gap
+    reads slower at ~10 µs kernels. scripts/order_probe.py at 1000^3, 12 repeats with fresh
+    operands (results/probes/20261203T093319-nvidia-h200-spread32.json): cuBLAS then v5 read v5
+    at 0.934x cuBLAS (median; cuBLAS 10.80 µs), v5 then cuBLAS 0.848x (cuBLAS 10.30), one launch
+    of each in turn 0.861x (10.18); at 4096^3 the three read 1.011x, 1.006x and 1.007x. In turn,
+    both see the same clock and the same history."""
+    cp = gpu.cupy()
+    for run in runs:
+        for _ in range(warmup):
+            run()
+    events = [[(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)] for _ in runs]
+    for i in range(reps):
+        for j in range(len(runs)):
+            r = (i + j) % len(runs)
+            if flush is not None:
+                flush()
+            start, end = events[r][i]
+            start.record()
+            runs[r]()
+            end.record()
+    if runs and reps:
+        events[(reps - 1 + len(runs) - 1) % len(runs)][reps - 1][1].synchronize()
+    return [Timing([cp.cuda.get_elapsed_time(s, e) for s, e in ev]) for ev in events]
+
+
 def time_cpu(fn, reps: int = 7, warmup: int = 1) -> Timing:
     """Wall-clock samples (ms) of a host function."""
     for _ in range(warmup):
