@@ -1029,7 +1029,7 @@ case ${1:-} in
   interleaved32) # (issue 13, thirty-second session) the bench times the stages of a shape in turn (time_interleaved)
                # since spread32 found a 7% order effect at 1000^3: its GPU tests, then the published benches of v5's
                # goals under it (v5's shapes, the fused epilogues, the large shapes with v4 and v5)
-    run gpu-tests 150 python3 -m pytest -q -p no:cacheprovider -rfEs tests/test_bench_epilogue.py tests/test_gpu.py
+    run gpu-tests 120 python3 -m pytest -q -p no:cacheprovider -rfEs tests/test_bench_epilogue.py tests/test_gpu.py -k "bench or overhead or torch or cupy or queue or flush"
     run bench-v5-shapes 110 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
     run bench-fused 110 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run bench-big-v45 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
