@@ -627,3 +627,6 @@ def test_time_interleaved_rotates_the_first_call_and_times_each_call_alone(monke
     assert [t.ms for t in got] == [[1.0] * 4, [2.0] * 4, [3.0] * 4]
     assert order == ["a", "a", "b", "b", "c", "c",                       # the warm-ups
                      "a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]  # rounds 0-3
+    order.clear()
+    alone = timing.time_gpu(call("d", 4.0), reps=3, warmup=2, flush=flush)  # one run: the same loop
+    assert alone.ms == [4.0] * 3 and order == ["d"] * 5

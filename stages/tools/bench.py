@@ -185,7 +185,7 @@ def _judged(p: _Prepared, m, n, k, a, b, bias, t: Timing, reps: int) -> dict:
     ref, mag = fused_reference(a, b, cp, spec.epilogue(bias), intermediate_fp16=unfused)
     verify.judge_output(chk, p.out, ref, mag, cp, p.buf)
     del ref, mag
-    entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text,
+    entry = {**_named(st, m, n, k, spec),
              "ms_median": t.median, "ms_p20": t.p20, "ms_p80": t.p80, "reps": reps,
              "tflops": tflops(m, n, k, t.median), "rel_err": chk.rel_fro,
              "bound_ratio": chk.worst_bound_ratio, "verified": chk.passed,
@@ -195,13 +195,18 @@ def _judged(p: _Prepared, m, n, k, a, b, bias, t: Timing, reps: int) -> dict:
     return entry
 
 
+def _named(st, m, n, k, spec: EpilogueSpec) -> dict:
+    """The fields that name an entry: stage, shape, dtype and epilogue."""
+    return {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text}
+
+
 def _failed(entry: dict, exc: BaseException) -> dict:
     return {**entry, "status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 def _skipped(st, m, n, k, spec: EpilogueSpec) -> dict | None:
     """The entry of a stage, shape and epilogue that is not run, with the reason; None if it runs."""
-    entry = {"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": spec.text}
+    entry = _named(st, m, n, k, spec)
     runnable, reason = st.runnable()
     gap = fusion_gap(st, spec)
     if not runnable:
@@ -224,17 +229,15 @@ def _shape_entries(plan, m, n, k, a, b, flush, reps, warmup, bias, bar) -> list:
             try:
                 entry = _prepare(st, m, n, k, a, b, spec, bias)
             except Exception as exc:  # noqa: BLE001  a failed call is a result, recorded
-                entry = _failed({"stage": st.name, "m": m, "n": n, "k": k, "dtype": "float16",
-                                 "epilogue": spec.text}, exc)
+                entry = _failed(_named(st, m, n, k, spec), exc)
         slots.append(entry)
     prepared = [s for s in slots if isinstance(s, _Prepared)]
     bar.set_description_str(f"{len(prepared)} calls at {m}x{n}x{k}: timed in turn")
-    timings = dict(zip(map(id, prepared), _time(prepared, reps, warmup, flush)))
+    timings = iter(_time(prepared, reps, warmup, flush))  # in the order of `prepared`
     entries = []
     for slot in slots:
         if isinstance(slot, _Prepared):
-            base = {"stage": slot.st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": slot.spec.text}
-            t = timings[id(slot)]
+            base, t = _named(slot.st, m, n, k, slot.spec), next(timings)
             try:
                 slot = _failed(base, t) if isinstance(t, BaseException) else _judged(slot, m, n, k, a, b, bias, t, reps)
             except Exception as exc:  # noqa: BLE001

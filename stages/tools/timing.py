@@ -130,15 +130,7 @@ def time_gpu(run, reps: int = 30, warmup: int = 5, flush: "L2Flusher | QueueHold
             t1.synchronize()
             if cp.cuda.get_elapsed_time(t0, t1) >= warmup_ms:
                 break
-    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)]
-    for start, end in events:
-        if flush is not None:
-            flush()
-        start.record()
-        run()
-        end.record()
-    events[-1][1].synchronize()
-    return Timing([cp.cuda.get_elapsed_time(s, e) for s, e in events])
+    return time_interleaved([run], reps=reps, warmup=0, flush=flush)[0]
 
 
 def time_interleaved(runs, reps: int = 30, warmup: int = 5,
@@ -158,17 +150,18 @@ def time_interleaved(runs, reps: int = 30, warmup: int = 5,
         for _ in range(warmup):
             run()
     events = [[(cp.cuda.Event(), cp.cuda.Event()) for _ in range(reps)] for _ in runs]
+    last = None
     for i in range(reps):
         for j in range(len(runs)):
             r = (i + j) % len(runs)
             if flush is not None:
                 flush()
-            start, end = events[r][i]
+            start, last = events[r][i]
             start.record()
             runs[r]()
-            end.record()
-    if runs and reps:
-        events[(reps - 1 + len(runs) - 1) % len(runs)][reps - 1][1].synchronize()
+            last.record()
+    if last is not None:
+        last.synchronize()
     return [Timing([cp.cuda.get_elapsed_time(s, e) for s, e in ev]) for ev in events]
 
 
