@@ -1036,6 +1036,33 @@ case ${1:-} in
   harness32)   # (issue 13, thirty-second session) after the bench's change to timing in turn: the test files that
                # bench or time (the device time left allows no more; the rest neither benches nor times)
     run suite-harness 170 python3 -m pytest -q -p no:cacheprovider -rfEs tests/test_gpu.py tests/test_tools.py tests/test_bench_epilogue.py tests/test_cpu_bench.py ;;
+  check33a)    # (issue 13, thirty-third session) the kernel's schedule divides without a CALL and each role works its
+               # geometry out after its setmaxnreg (no build spills): v5's and the schedule's tests, beside v5's odd
+               # shapes and the builds whose spills moved, every epilogue, and the three sanitizers on stream-K and
+               # split-in-pairs shapes (correctness only)
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x1000 --epilogue all"
+    MOVED="--shape 500x4097x8200 --shape 500x14336x4104 --shape 33x8192x1000 --shape 33x8192x1001 --shape 3000x14336x1001 --shape 1000x4097x1000"
+    run suite-v5 560 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 tests/test_v5.py tests/test_schedule.py &
+    (run v5-odd-20 240 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20
+     run v5-moved 200 python3 -m stages verify v5_fused_epilogue $MOVED --epilogue all --repeat 2) &
+    run v5-racecheck 420 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    (run v5-memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN
+     run v5-synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN) &
+    wait ;;
+  check33b)    # (the same, the next call) the rest of the suite (every file but check33a's two), beside v5's whole verify
+               # sweep with every epilogue and the stress run of every stage (published); then, alone on the GPU, the
+               # published benches at this kernel: the main job (every stage, cuBLAS and the CPU baseline at 4096^3),
+               # v5's shapes, the fused epilogues with v5's plain GEMM timed in the same rounds (so that fused/plain
+               # is one run's), the large shapes with v4 and v5
+    REST=$(ls tests/test_*.py | grep -v -e test_v5.py -e test_schedule.py | tr '\n' ' ')
+    run suite-rest 400 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 $REST &
+    run v5-verify-full 300 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run stress 340 python3 -m stages stress --publish --budget 300 &
+    wait
+    run bench-main 120 python3 -m stages bench --publish
+    run bench-v5-shapes 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
+    run bench-fused 60 python3 -m stages bench v5_fused_epilogue $FUSED --epilogue plain --publish
+    run bench-big-v45 40 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

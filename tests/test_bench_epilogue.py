@@ -420,14 +420,26 @@ def test_fused_table_from_a_record():
     rec = dict(_fused_record(), _path="results/f.json")
     table = report.fused_table([rec])
     lines = table.splitlines()
-    assert lines[0] == "| stage | M×N×K | epilogue | median ms | × plain cuBLAS | × torch |"
-    assert "| v4_swizzle_pipeline | 4096×4096×4096 | `bias+gelu_tanh` | 0.210 | 0.93 | 1.08 |" in lines
-    assert "| torch_addmm_gelu | 4096×4096×4096 | `bias+gelu_tanh` | 0.230 | 0.86 | 1.00 |" in lines
-    assert "| torch_linear | 4096×4096×4096 | `bias+gelu_tanh` | 0.260 | 0.74 | 0.87 |" in lines
-    assert "| cublas_cupy_epilogue | 4096×4096×4096 | `relu` | 0.240 | 0.80 | – |" in lines, "no torch row: –"
+    assert lines[0] == "| stage | M×N×K | epilogue | median ms | × plain cuBLAS | × torch | × own plain |"
+    assert "| v4_swizzle_pipeline | 4096×4096×4096 | `bias+gelu_tanh` | 0.210 | 0.93 | 1.08 | – |" in lines, \
+        "the run did not time v4's plain GEMM: –"
+    assert "| torch_addmm_gelu | 4096×4096×4096 | `bias+gelu_tanh` | 0.230 | 0.86 | 1.00 | – |" in lines
+    assert "| torch_linear | 4096×4096×4096 | `bias+gelu_tanh` | 0.260 | 0.74 | 0.87 | – |" in lines
+    assert "| cublas_cupy_epilogue | 4096×4096×4096 | `relu` | 0.240 | 0.80 | – | – |" in lines, "no torch row: –"
     assert not any("v0_naive" in ln or "| cublas |" in ln for ln in lines), "skipped and plain rows stay out"
     assert "alpha = 0.5" in table and "[f.json](results/f.json)" in table
     assert "](../results/f.json)" in report.fused_table([rec], "../")
+
+
+def test_fused_table_divides_by_the_stages_own_plain_time_in_the_same_run():
+    """`bench --epilogue plain --epilogue ...` times the stage's plain GEMM in the same rounds: the
+    fused row's × own plain is that plain time over its own (the issue's "at least 0.97x v5's own
+    plain GEMM time"), to three places so that 0.965 does not read as 0.97."""
+    rec = dict(_fused_record(), _path="results/f.json")
+    rec["results"].insert(1, dict(rec["results"][2], epilogue="", ms_median=0.2031, tflops=673.5))
+    lines = report.fused_table([rec]).splitlines()
+    assert "| v4_swizzle_pipeline | 4096×4096×4096 | `bias+gelu_tanh` | 0.210 | 0.93 | 1.08 | 0.965 |" in lines
+    assert not any("| `` |" in ln for ln in lines), "the plain row itself stays out"
 
 
 def test_fused_table_without_fused_records():

@@ -122,7 +122,26 @@ static void check_streamk(int units, int workers, int kt) {
   }
 }
 
+static void check_div_small() {
+  // v5's div_small (the schedule's 64-bit divisions without a CALL) against `/`; v4 divides directly.
+#ifdef HAS_DIV_SMALL
+  const long long ns[] = {0, 1, 2, 63, 64, 0x7fffffffLL, 0x80000000LL, 0x80000001LL, 0xffffffffLL, 0x100000000LL,
+                          123456789012LL, (1LL << 40) + 7, (1LL << 52) - 1, (1LL << 61) + 12345, (1LL << 62) - 1};
+  const int ds[] = {1, 2, 3, 7, 64, 132, 1000, 65535, 65536, 1 << 25, 0x7ffffffe, 0x7fffffff};
+  for (long long n : ns)
+    for (int d : ds) CHECK(div_small(n, d) == n / d, "div_small(%lld, %d) = %lld, not %lld", n, d, div_small(n, d), n / d);
+  unsigned long long x = 88172645463325252ULL;  // xorshift: n below 2^62, d below 2^31
+  for (int i = 0; i < 200000; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    const long long n = static_cast<long long>(x >> (2 + (x & 31)));
+    const int d = 1 + static_cast<int>((x >> 7) % (i % 3 ? 70000 : 0x7fffffff));
+    CHECK(div_small(n, d) == n / d, "div_small(%lld, %d) = %lld, not %lld", n, d, div_small(n, d), n / d);
+  }
+#endif
+}
+
 int main() {
+  check_div_small();
   for (int w = 1; w <= 24; ++w)
     for (int h = 1; h <= 24; ++h) check_hilbert(w, h);
   check_hilbert(16, 32); check_hilbert(32, 64); check_hilbert(56, 32);
@@ -148,7 +167,9 @@ int main() {
 def run_on_host(tmp_path, stage_name: str, order: int, main: str) -> subprocess.CompletedProcess:
     """Build the stage's schedule section (with ORDER) plus `main` as a host program and run it."""
     src = tmp_path / "schedule.cpp"
-    src.write_text(PRELUDE + f"#define ORDER {order}\n" + schedule_source(stage_name) + main)
+    code = schedule_source(stage_name)
+    has_div = "#define HAS_DIV_SMALL\n" if "div_small(" in code else ""
+    src.write_text(PRELUDE + f"#define ORDER {order}\n" + has_div + code + main)
     exe = tmp_path / "schedule"
     subprocess.run([CXX, "-std=c++17", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
     return subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)

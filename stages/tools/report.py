@@ -159,25 +159,33 @@ def fused_table(recs: list[dict], link_prefix: str = "") -> str:
     """The newest published run of fused epilogues (`bench --epilogue ... --publish`): per stage,
     shape and epilogue its median time, × plain cuBLAS (TFLOP/s over plain cuBLAS's at that shape,
     the epilogue's flops not counted) and × torch (over the faster torch row, F.linear +
-    activation or cuBLASLt's bias+GELU, of the same epilogue and shape). Rows of one run only."""
+    activation or cuBLASLt's bias+GELU, of the same epilogue and shape) and × own plain (the same
+    stage's plain GEMM time at that shape in the same run over this row's, where the run timed it:
+    `bench --epilogue plain ...`). Rows of one run only."""
     rec = records.latest_fused(recs)
     if rec is None:
         return ("No fused-epilogue measurement published yet "
                 "(`python -m stages bench --epilogue bias+gelu_tanh --publish` on a GPU).")
     rows = [e for e in rec["results"] if e.get("status") == "ok" and e.get("epilogue")]
+    own_plain = {(e["stage"], e["m"], e["n"], e["k"]): e["tflops"] for e in rec["results"]
+                 if e.get("status") == "ok" and not e.get("epilogue") and e["stage"] != "cublas"}
     torch_tf = {}
     for e in rows:
         if e["stage"] in FUSED_YARDSTICKS:
             key = (e["m"], e["n"], e["k"], e["epilogue"])
             torch_tf[key] = max(torch_tf.get(key, 0.0), e["tflops"])
     groups = list(dict.fromkeys((e["m"], e["n"], e["k"], e["epilogue"]) for e in rows))
-    out = ["| stage | M×N×K | epilogue | median ms | × plain cuBLAS | × torch |", "|---|---|---|---|---|---|"]
+    out = ["| stage | M×N×K | epilogue | median ms | × plain cuBLAS | × torch | × own plain |",
+           "|---|---|---|---|---|---|---|"]
     for key in groups:
         for e in (e for e in rows if (e["m"], e["n"], e["k"], e["epilogue"]) == key):
             m, n, k, spec = key
             vs_torch = e["tflops"] / torch_tf[key] if key in torch_tf else None
+            plain_tf = own_plain.get((e["stage"], m, n, k))
+            vs_plain = e["tflops"] / plain_tf if plain_tf else None
             out.append(f"| {e['stage']} | {m}×{n}×{k} | `{spec}` | {e['ms_median']:.3f} | "
-                       f"{_ratio(e.get('ratio_cublas'))} | {_ratio(vs_torch)} |")
+                       f"{_ratio(e.get('ratio_cublas'))} | {_ratio(vs_torch)} | "
+                       + ("–" if vs_plain is None else f"{vs_plain:.3f}") + " |")  # (3 places: the goal is 0.97)
     g = rec["env"]["gpu"]
     alpha = rec["settings"].get("epilogue_alpha")
     out.append("")
@@ -185,7 +193,8 @@ def fused_table(recs: list[dict], link_prefix: str = "") -> str:
                f"y = act(alpha·(x @ W.T) + bias), float16 bias drawn per shape"
                + (f", alpha = {alpha:g} where the epilogue names it" if alpha is not None else "")
                + "; TFLOP/s count 2·M·N·K only; × torch is against the faster of "
-               + " and ".join(FUSED_YARDSTICKS) + f" for the same epilogue and shape; record "
+               + " and ".join(FUSED_YARDSTICKS) + " for the same epilogue and shape; × own plain is the "
+               "stage's plain GEMM time in the same run over the row's (– where the run did not time it); record "
                f"[{Path(rec['_path']).name}]({link_prefix}{rec['_path']}).")
     return "\n".join(out)
 

@@ -509,9 +509,33 @@ __host__ __device__ __forceinline__ int streamk_units(int units, int workers, in
   return 0;
 #endif
 }
+// n / d for 0 <= n < 2^62 and 1 <= d < 2^31, without the subroutine CALL a 64-bit division
+// compiles to: values live across that CALL are saved to local memory where registers are tight
+// (one stream-K consumer, at 232 registers, spilled a range bound so). Above 2^31, float
+// estimates from below take off about 15 bits each (each is at most the true quotient: the
+// reciprocal, within 2 ulp, and the products are scaled by 0.99998), then one 32-bit division.
+// tests/test_schedule.py checks it against `/` on the host (where the reciprocal is exact).
+__host__ __device__ __forceinline__ long long div_small(long long n, int d) {
+  long long q = 0;
+  while (n > 0x7fffffffLL) {
+    // (the reciprocal in here, by a volatile asm, so that it is not hoisted out of the loops that
+    // call this and kept in a register across them for a path they almost never take)
+#ifdef __CUDA_ARCH__
+    float rcp;
+    asm volatile("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(rcp) : "f"(static_cast<float>(d)));
+#else
+    float rcp = 1.0f / static_cast<float>(d);
+#endif
+    long long e = static_cast<long long>(static_cast<float>(n) * (rcp * 0.99998f));
+    e = e > 0 ? e : 1;  // (n > d here, so a quotient of at least 1)
+    q += e;
+    n -= e * d;
+  }
+  return q + static_cast<unsigned>(n) / static_cast<unsigned>(d);
+}
 // First stream-K k-block of worker w (w = workers: the end of the region).
 __host__ __device__ __forceinline__ long long streamk_begin(int w, long long sk_iters, int workers) {
-  return sk_iters * w / workers;
+  return div_small(sk_iters * w, workers);
 }
 struct Schedule {
   int unit, step, dp_units, kt;   // data-parallel part: unit, unit + step, ... below dp_units
@@ -520,7 +544,7 @@ struct Schedule {
   __host__ __device__ __forceinline__ bool next(int& u, int& kb, int& ke) {
     if (unit < dp_units) { u = unit; kb = 0; ke = kt; unit += step; return true; }
     if (hi <= lo) return false;
-    const int su = static_cast<int>((hi - 1) / kt);  // the stream-K unit holding the last k-block left
+    const int su = static_cast<int>(div_small(hi - 1, kt));  // the stream-K unit holding the last k-block left
     const long long first = max(lo, static_cast<long long>(su) * kt);
     u = dp_units + su; kb = static_cast<int>(first - static_cast<long long>(su) * kt);
     ke = static_cast<int>(hi - static_cast<long long>(su) * kt);
@@ -1041,6 +1065,36 @@ __device__ __forceinline__ void wgmma_half(float (&d)[BN / 2], unsigned a_tile, 
 #endif
 
 
+// ---- the call's geometry: units of work and k-blocks ------------------------------------------
+// A value the compiler cannot see through (ROLE_GEOMETRY, below).
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+// A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
+// and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
+// `splits` ranges of k-blocks; partial tiles at the edges count as tiles.
+struct Geometry {
+  int units_m, units_n, num_units;  // (SPLIT_CLUSTER: the host passes splits = 1)
+  int num_k_tiles;                  // the last one zero-filled past K by TMA
+  int k_tiles_per_split;            // the host keeps none empty
+};
+__device__ __forceinline__ Geometry geometry(int M, int N, int K, int splits) {
+  const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
+  const int units_n = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
+  const int num_k_tiles = (K + BK - 1) / BK;
+  const int ksplits = SPLIT_CLUSTER > 1 ? SPLIT_CLUSTER : splits;
+  return Geometry{units_m, units_n, units_m * units_n * splits, num_k_tiles, (num_k_tiles + ksplits - 1) / ksplits};
+}
+// Each role works the geometry out again after its setmaxnreg, from the kernel's arguments passed
+// through `opaque`: otherwise ptxas computes it once before the roles split and carries it across,
+// and where a role's registers are tight it keeps some of it in local memory (README, "Local
+// memory": 8 B in one build of the shipped grid, or in 30 after a small change elsewhere).
+#define ROLE_GEOMETRY                                                                              \
+  const Geometry role_geo = geometry(opaque(M), opaque(N), opaque(K), opaque(splits));            \
+  const int units_m = role_geo.units_m, units_n = role_geo.units_n, num_units = role_geo.num_units; \
+  const int num_k_tiles = role_geo.num_k_tiles, k_tiles_per_split = role_geo.k_tiles_per_split
+
 extern "C" __global__ void
 #if CTAS > 1
 __cluster_dims__(CTAS, 1, 1)
@@ -1066,12 +1120,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   [[maybe_unused]] const unsigned red_full = empty_bar + STAGES * 8;   // SPLIT_CLUSTER: partials in
   [[maybe_unused]] const unsigned red_empty = red_full + 8;            // ... and read by rank 0
 
-  // A unit is CLUSTER_M x CLUSTER_N tiles (CTA `rank` of a cluster takes tile row um * CLUSTER_M + rm
-  // and tile column un * CLUSTER_N + rn, rm = rank % CLUSTER_M, rn = rank / CLUSTER_M) and one of
-  // `splits` ranges of k-blocks; partial tiles at the edges count as tiles.
-  const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
-  const int units_n = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
-  const int num_units = units_m * units_n * splits;  // (SPLIT_CLUSTER: the host passes splits = 1)
+  // The units and k-blocks (`geometry`), here for the checks below; each role works them out
+  // again after its setmaxnreg (ROLE_GEOMETRY).
+  [[maybe_unused]] const Geometry geo = geometry(M, N, K, splits);
   const unsigned crank = CTAS > 1 ? cluster_rank() : 0;
   const unsigned rank = crank % CLUSTER;  // the tile's place in the unit
   [[maybe_unused]] const int split_rank = crank / CLUSTER;  // SPLIT_CLUSTER: this CTA's range of k-blocks
@@ -1079,14 +1130,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const int worker = blockIdx.x / CTAS, workers = gridDim.x / CTAS;
 
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
-  const int num_k_tiles = (K + BK - 1) / BK;             // the last one zero-filled past K by TMA
-  const int ksplits = SPLIT_CLUSTER > 1 ? SPLIT_CLUSTER : splits;
-  const int k_tiles_per_split = (num_k_tiles + ksplits - 1) / ksplits;  // the host keeps none empty
 #if SPLIT_CLUSTER > 1
-  if (k_tiles_per_split * (SPLIT_CLUSTER - 1) >= num_k_tiles) __trap();  // an empty range (the host avoids it)
+  if (geo.k_tiles_per_split * (SPLIT_CLUSTER - 1) >= geo.num_k_tiles) __trap();  // an empty range (the host avoids it)
 #endif
 #if OVERLAP
-  if (num_k_tiles < 2 * OVERLAP) __trap();  // the host builds EPI_OVERLAP only where K is long enough
+  if (geo.num_k_tiles < 2 * OVERLAP) __trap();  // the host builds EPI_OVERLAP only where K is long enough
 #endif
 
   if (threadIdx.x == 0) {
@@ -1123,6 +1171,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // ---- load: the producer warpgroup; one thread issues every copy --------------------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (threadIdx.x == 0) {
+      ROLE_GEOMETRY;
       int it = 0;  // k-blocks loaded so far by this block: buffer it % STAGES, lap it / STAGES
       // L2_HINT: the eviction priorities of A's and B's loads (unused without it)
       const unsigned long long pol_a = L2_HINT > 0 ? l2_policy(L2_HINT == 2) : 0;
@@ -1165,6 +1214,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    ROLE_GEOMETRY;
     const int wg = warpgroup - 1;  // consumer index: rows 64 wg .. 64 wg + 63 of the tile
     // Release a buffer: one arrival per consumer warp, on this CTA's empty barrier and, with a
     // cluster, on every peer's (lane r tells CTA r; with CLUSTER_N > 1 also those on neither this
