@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
-DOCS = [REPO / "README.md", *sorted(REPO.glob("stages/*/README.md")), *sorted(REPO.glob("stages/*/HISTORY.md"))]
+DOCS = [REPO / "README.md", *sorted(REPO.glob("stages/*/*.md"))]
 
 STAMPED = re.compile(r"results/((?:[a-z_]+/)*)(\d{8}T\d{4,6})")
 NAMED = re.compile(r"results/((?:[a-z_]+/)*)([A-Za-z][\w.-]*\.json)")
