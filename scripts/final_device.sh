@@ -1065,6 +1065,9 @@ case ${1:-} in
     run bench-v5-shapes 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
     run bench-fused 60 python3 -m stages bench v5_fused_epilogue $FUSED --epilogue plain --publish
     run bench-big-v45 40 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
+  check33c)    # (the same, with the device time left) the whole suite in reversed order at this kernel (check33a/b ran
+               # it in file order over two calls): what a test leaves behind for the next, the other way round
+    run suite-reversed 540 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse tests/ ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
