@@ -289,7 +289,7 @@ def fake_gpu(monkeypatch):
 
     def fake_judged(p, m, n, k, a, b, bias, t, reps):
         tf = tflops[(p.st.name, p.spec.text)]
-        return {"stage": p.st.name, "m": m, "n": n, "k": k, "dtype": "float16", "epilogue": p.spec.text,
+        return {**bench._named(p.st, m, n, k, p.spec),
                 "ms_median": t.median, "ms_p20": 0.9, "ms_p80": 1.1, "reps": reps, "tflops": tf, "rel_err": 2e-4,
                 "bound_ratio": 0.5, "verified": True, "status": "ok", "reason": ""}
 

@@ -14,7 +14,7 @@ import stages
 import stages.v5_fused_epilogue as v5
 from stages.core import compiler, contract, gpu, tma
 from stages.core.stage import Call, cdiv
-from stages.tools import inspect, verify
+from stages.tools import inspect, records, verify
 
 V5 = stages.get("v5_fused_epilogue")
 SMS = gpu.REFERENCE_DEVICE.sm_count
@@ -1336,12 +1336,11 @@ def test_the_schedule_divides_without_a_call_and_the_roles_carry_no_geometry(m, 
     works the geometry out after its setmaxnreg (ROLE_GEOMETRY): with the first alone, 30 builds
     spilled the unit counts the prologue computed and carried across the split. These builds, the
     one that spilled and two that did on the way, have no CALL and no local memory."""
-    bias = np.zeros(4, np.float16) if "bias" in text else None
-    act = text.split("+")[-1] if text not in ("plain", "bias") else None
-    epi = contract.Epilogue(bias=bias, alpha=1.0, activation=act) if (bias is not None or act) else contract.PLAIN
+    epi = records.parse_epilogue(text).epilogue(np.zeros(4, np.float16))
     d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), m, n, k, V5.defines, DEV, epi))
     assert d["STREAMK"] == streamk, d
-    sass = inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel)
+    cubin = str(V5.compile("sm_90a", d).cubin_path)
+    sass = inspect.kernel_sass(cubin, V5.kernel)
     assert "CALL" not in sass, "a division compiled to a subroutine call"
     assert "STL" not in sass and "LDL" not in sass, (m, n, k, text)
-    assert inspect.resource_usage(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).get("STACK", 0) == 0
+    assert inspect.resource_usage(cubin, V5.kernel).get("STACK", 0) == 0
