@@ -2,11 +2,14 @@
 
 `--order reverse` or `--order shuffle:SEED` runs the suite in another order: a test that passes
 alone and fails after another one is a bug in the code it tests (state leaking between calls).
+`--part K/N` then keeps the K-th of N contiguous slices of that order, so one order can run over
+several processes (the H200's calls are capped at 600 s; the whole suite there takes ~750 s).
 """
 from __future__ import annotations
 
 import os
 import random
+import re
 
 import pytest
 
@@ -29,6 +32,17 @@ def pytest_configure(config):
 
 def pytest_addoption(parser):
     parser.addoption("--order", default="file", help="file (default), reverse, or shuffle:SEED")
+    parser.addoption("--part", default="1/1", help="K/N: run the K-th of N contiguous slices of the order")
+
+
+def part_slice(n_items: int, part: str) -> slice:
+    """The K-th of N contiguous slices of n_items ("K/N", 1 <= K <= N): the N slices cover every
+    item once, in order, and differ in length by at most one."""
+    m = re.fullmatch(r"(\d+)/(\d+)", part.strip())
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise pytest.UsageError(f"--part takes K/N with 1 <= K <= N, got {part!r}")
+    k, n = int(m.group(1)), int(m.group(2))
+    return slice((k - 1) * n_items // n, k * n_items // n)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -61,6 +75,10 @@ def pytest_collection_modifyitems(config, items):
         random.Random(int(order.partition(":")[2] or 0)).shuffle(items)
     elif order != "file":
         raise pytest.UsageError(f"--order takes file, reverse or shuffle:SEED, got {order!r}")
+    keep = part_slice(len(items), config.getoption("--part"))
+    if (keep.start, keep.stop) != (0, len(items)):
+        config.hook.pytest_deselected(items=items[:keep.start] + items[keep.stop:])
+        items[:] = items[keep]
     ok, why = gpu.available()
     hopper_why = None
     for item in items:

@@ -622,3 +622,18 @@ def test_parse_smi_says_none_rather_than_guess():
     assert gpu.parse_smi(one, None) == gpu.SmiReading("580.159.04", None, "1980", None)
     assert gpu._bus("0000:3b:00.0") == gpu._bus("00000000:3B:00.0") == (0, 0x3B, 0)
     assert gpu._bus("not a bus id") is None
+
+
+def test_part_slices_cover_the_order_once():
+    """`--part K/N` (tests/conftest.py): the N slices of any length cover every item exactly once,
+    in order, and bad parts are refused."""
+    from conftest import part_slice
+    for n_items in (0, 1, 2, 7, 1609):
+        for n in (1, 2, 3, 5):
+            got = [i for k in range(1, n + 1) for i in range(n_items)[part_slice(n_items, f"{k}/{n}")]]
+            assert got == list(range(n_items)), (n_items, n)
+            sizes = [len(range(n_items)[part_slice(n_items, f"{k}/{n}")]) for k in range(1, n + 1)]
+            assert max(sizes) - min(sizes) <= 1
+    for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
+        with pytest.raises(pytest.UsageError):
+            part_slice(10, bad)
