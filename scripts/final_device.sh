@@ -1072,7 +1072,7 @@ case ${1:-} in
     run suite-reversed 500 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse tests/ ;;
   revpart)     # (issue 13, 2026-12-03, thirty-fourth session) the whole suite in reversed order, one slice of it
                # per call (PART=K/N, tests/conftest.py's --part): the order check33c could not finish in one call
-    run "suite-reversed-$(echo "${PART:-1/1}" | tr / -)" "${STEP_S:-540}" python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse --part "${PART:-1/1}" tests/ ;;
+    run "suite-reversed-$(echo "${PART:-1/1}" | tr /: -_)" "${STEP_S:-540}" python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse --part "${PART:-1/1}" tests/ ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null

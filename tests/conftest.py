@@ -2,8 +2,10 @@
 
 `--order reverse` or `--order shuffle:SEED` runs the suite in another order: a test that passes
 alone and fails after another one is a bug in the code it tests (state leaking between calls).
-`--part K/N` then keeps the K-th of N contiguous slices of that order, so one order can run over
-several processes (the H200's calls are capped at 600 s; the whole suite there takes ~750 s).
+`--part K/N` then keeps the K-th of N contiguous slices of that order, and `--part START:STOP` the
+items START to STOP-1 of it (0-based, either end may be left out), so one order can run over several
+processes, or resume where a cut run stopped (the H200's calls are capped at 600 s, and the whole
+suite in reversed order takes longer there).
 """
 from __future__ import annotations
 
@@ -32,17 +34,23 @@ def pytest_configure(config):
 
 def pytest_addoption(parser):
     parser.addoption("--order", default="file", help="file (default), reverse, or shuffle:SEED")
-    parser.addoption("--part", default="1/1", help="K/N: run the K-th of N contiguous slices of the order")
+    parser.addoption("--part", default="1/1", help="K/N: the K-th of N contiguous slices of the order; START:STOP: those items of it")
 
 
 def part_slice(n_items: int, part: str) -> slice:
-    """The K-th of N contiguous slices of n_items ("K/N", 1 <= K <= N): the N slices cover every
-    item once, in order, and differ in length by at most one."""
+    """The K-th of N contiguous slices of n_items ("K/N", 1 <= K <= N: the N slices cover every
+    item once, in order, and differ in length by at most one), or items START to STOP-1
+    ("START:STOP", 0-based, either end may be left out)."""
     m = re.fullmatch(r"(\d+)/(\d+)", part.strip())
-    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise pytest.UsageError(f"--part takes K/N with 1 <= K <= N, got {part!r}")
-    k, n = int(m.group(1)), int(m.group(2))
-    return slice((k - 1) * n_items // n, k * n_items // n)
+    if m and 1 <= int(m.group(1)) <= int(m.group(2)):
+        k, n = int(m.group(1)), int(m.group(2))
+        return slice((k - 1) * n_items // n, k * n_items // n)
+    m = re.fullmatch(r"(\d*):(\d*)", part.strip())
+    if m and part.strip() != ":":
+        start, stop = int(m.group(1) or 0), min(int(m.group(2) or n_items), n_items)
+        if start <= stop:
+            return slice(min(start, n_items), stop)
+    raise pytest.UsageError(f"--part takes K/N with 1 <= K <= N, or START:STOP, got {part!r}")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -626,7 +626,7 @@ def test_parse_smi_says_none_rather_than_guess():
 
 def test_part_slices_cover_the_order_once():
     """`--part K/N` (tests/conftest.py): the N slices of any length cover every item exactly once,
-    in order, and bad parts are refused."""
+    in order; `--part START:STOP` keeps those items; bad parts are refused."""
     from conftest import part_slice
     for n_items in (0, 1, 2, 7, 1609):
         for n in (1, 2, 3, 5):
@@ -634,6 +634,9 @@ def test_part_slices_cover_the_order_once():
             assert got == list(range(n_items)), (n_items, n)
             sizes = [len(range(n_items)[part_slice(n_items, f"{k}/{n}")]) for k in range(1, n + 1)]
             assert max(sizes) - min(sizes) <= 1
-    for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
+    assert range(10)[part_slice(10, "3:")] == range(3, 10)
+    assert range(10)[part_slice(10, ":4")] == range(0, 4)
+    assert range(10)[part_slice(10, "2:20")] == range(2, 10)
+    for bad in ("0/2", "3/2", "2", "a/b", "1/0", ":", "5:3"):
         with pytest.raises(pytest.UsageError):
             part_slice(10, bad)
