@@ -1,7 +1,7 @@
 """Did the bench's order bias its ratios? Until 2026-12-03 `python -m stages bench` timed cuBLAS first, then each
 stage, 30 L2-flushed launches each (timing.py), on the same operands; the interleaved probes
 (side_by_side.py) alternate them in rounds. At one token the two methods read v5 0.5-1 us apart
-and cuBLAS not (v5 README, "Split K in a cluster"). This times, per shape and repeat, with fresh
+and cuBLAS not (v5 SHAPES.md, "Split K in a cluster"). This times, per shape and repeat, with fresh
 operands each repeat and exactly the bench's `time_gpu` calls (warmup 5, then `--reps` flushed
 launches). Since 2026-12-03 the bench times the stages in turn, as `alternate` does, after this
 probe found a 7% order effect at 1000^3 (results/probes/20261203T093319-nvidia-h200-spread32.json):

@@ -3,7 +3,7 @@ encode says CU_TENSOR_MAP_L2_PROMOTION_L2_256B (stages/core/tma.py's default), a
 request that misses the L2 fetches the 256-byte block around it (v5 now chooses per call,
 `l2_promotion`). Rows of K = 1000 (2,000 bytes) start 16
 bytes into a 32-byte sector every other row, and there v5 pays 2-4 us that cuBLAS pays ~1 of (v5
-README, "Sectors, not lines"). This prepares v5 once per promotion (none, 64, 128, 256 bytes: the
+SHAPES.md, "Sectors, not lines"). This prepares v5 once per promotion (none, 64, 128, 256 bytes: the
 maps are encoded at prepare time, so each prepared launch keeps its own), judges every launch against
 float64 (NaN-poisoned output, fresh operands per shape), then times them beside cuBLAS in
 interleaved rounds, with the L2 flushed before each launch ("flushed", as the bench) and without

@@ -1,5 +1,5 @@
 """Split K summed in a cluster (v5 kernel.cu SPLIT_CLUSTER) against the shape rule's split with the
-reduce kernel, at decode shapes (v5 README "Split K: one kernel or two").
+reduce kernel, at decode shapes (v5 SHAPES.md "Split K: one kernel or two").
 
 For each shape: cuBLAS, v5 (the rule: 64 x 128 tiles, K split up to 8 ways, the partials summed by
 a second, programmatic-dependent kernel) and fixed variants `BNxS` (AUTO=0, BM 64, BN columns, S

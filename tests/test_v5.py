@@ -465,8 +465,8 @@ def test_the_bias_is_staged_while_the_mainloop_wgmmas_run(m, n, k, activation):
     """kernel.cu `stage_bias`: the consumers' two barriers around the bias's staging sit under the
     unit's second k-block, after its HGMMAs are issued and before any wait for them, where both
     warpgroups meet anyway. After the mainloop (the code before) they held the warpgroup that
-    finished first until the other had (README "The bias: staged under the mainloop, added before
-    the stores"). 128-row tiles (`BIAS_UNDER`)."""
+    finished first until the other had (EPILOGUE.md "The bias: staged under the mainloop, added
+    before the stores"). 128-row tiles (`BIAS_UNDER`)."""
     d, sass = _fused_sass(m, n, k, activation)
     assert d["BM"] == 128, d  # two consumer warpgroups: named barrier 3 of 256 threads (BAR_CONSUMERS)
     bar = "BAR.SYNC.DEFER_BLOCKING 0x3, 0x100"
@@ -925,7 +925,7 @@ def test_the_narrow_tiles_are_right_as_knobs(bm, bn, runnable):
                                           ((128, 256), 4, 1), ("rule", 1, 2), ((64, 128), 2, 2), ((128, 128), 2, 4),
                                           ((128, 64), 1, 4)])
 def test_clusters_are_right_as_a_knob(tile, cm, cn, runnable):
-    """CLUSTER_M = 2 or 4 and CLUSTER_N = 2 or 4 (knobs; README "Clusters"): CTAs on vertically
+    """CLUSTER_M = 2 or 4 and CLUSTER_N = 2 or 4 (knobs; SHAPES.md "Clusters"): CTAs on vertically
     adjacent tiles each load a slice of B and multicast it down their tile column; along N, of A
     along their tile row. Edge tiles included: a CTA's tile wholly past M (M <= the tile's rows:
     decode, (100, 1000, 1000) at 128 rows) or wholly past N (N = 7, 13: one tile column), odd N

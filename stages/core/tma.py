@@ -30,7 +30,7 @@ def tensor_map(arr, box_rows: int, box_cols: int, swizzle_bytes: int = 128,
                l2_promotion: int = 256) -> np.void:
     """Tensor map of a C-contiguous 2-D float16 CuPy array, box = box_rows x box_cols elements.
     l2_promotion: the bytes the L2 fetches around a request that misses (CU_TENSOR_MAP_L2_PROMOTION_*:
-    0 none, 64, 128 or 256; v5 chooses per call, its README "L2 promotion")."""
+    0 none, 64, 128 or 256; v5 chooses per call, its SHAPES.md "L2 promotion")."""
     rows, cols = arr.shape
     key = (device_of(arr), arr.data.ptr, rows, cols, arr.strides[0], box_rows, box_cols, swizzle_bytes, l2_promotion)
     with _lock:

@@ -27,7 +27,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 192): 5, (128, 144): 6, (128, 128): 6, (128, 112): 6, (128, 64): 8,
          (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16,
-         (192, 128): 4}  # (M 129-192 on a wide weight, A_ROWS = M rounded up to 8: README "M just past 128")
+         (192, 128): 4}  # (M 129-192 on a wide weight, A_ROWS = M rounded up to 8: SHAPES.md "M just past 128")
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
 DECODE_RING = {16: 11, 32: 10}
@@ -116,7 +116,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    (PAIR_FULL_MAX_K_TILES) where 8 or more rows and columns of 64 x 128 tiles fill over 3/4
 #    of a wave, and the pairs fit one wave: 64 x 128 tiles in 2-CTA clusters sharing B (the
 #    1000^3 build), before the two branches below (results/probes/20261202T192004, T210457,
-#    T212526 and T213354; README "The rule: pairs of 64 x 128").
+#    T212526 and T213354; SHAPES.md "The rule: pairs of 64 x 128").
 #  * K of 64 or more k-blocks, rows that start mid-sector (K % 16 == 8), under
 #    two thirds of a wave of 128 x 256 tiles: 2 x 2 clusters (A and B each shared by two CTAs),
 #    64 x 128 tiles for M <= 128, else 128 x 128 where those clusters fit one wave of clusters
@@ -125,7 +125,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #    lost with 32-byte aligned rows and the 2 x 4 win at 300 x 3000 x 3000, 47 k-blocks, was matched by
 #    128 x 128 alone; T235712 checked it on six more shapes, won at five, lost at 384 x 3000 x
 #    6000; T000204 set the 128 x 128 threshold at the clusters that fit: four wins, that one loss,
-#    49.3 against 41.0 us for 128 x 128 alone with the stream-K fill. README "Clusters").
+#    49.3 against 41.0 us for 128 x 128 alone with the stream-K fill. SHAPES.md "Clusters").
 #  * 128 x 192 (before the 2/3 rule) where its tiles fill 70-100% of one wave and 128 x 128 ones
 #    would need a second: in one wave a tile's time grows with its area (results/probes/
 #    20261130T183536: 1536 x 2048 x 4096 45.7 -> 41.0 us, 2048 x 1536 x 4096 45.7 -> 40.8, 1280 x
@@ -203,7 +203,7 @@ def sector_misaligned(k: int) -> bool:
 # 48.8; B's map alone at 256 matched 256 for both, not better) and where A and B are far past the
 # L2 (8192 x 8192 x 8200: 1644 against 1663, 1632 against 1643). Whole-sector rows: no difference
 # (1000 x 1000 x 1024, 1008; 4096^3; decode, T152214). The rule against 256 for both, interleaved:
-# T152520 (1000^3 12.1 -> 11.4, 4095 x 4097 x 4104 236.3 -> 219.7). README "L2 promotion".
+# T152520 (1000^3 12.1 -> 11.4, 4095 x 4097 x 4104 236.3 -> 219.7). SHAPES.md "L2 promotion".
 def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
     """The L2 promotion (bytes) of A's and B's tensor maps for the K the kernel reads."""
     if c["L2_PROMO"]:
@@ -227,7 +227,7 @@ def l2_promotion(m: int, n: int, k: int, c: dict, dev) -> int:
 # no difference at any of them (16 x 14336 x 4096: 34.0 and 34.0): what the hint saves is writing
 # back the dirty lines the weight stream would evict. Where both operands are reread, no hint:
 # level at 1000^3 and 4096^3, and 1024 x 14336 x 4096 (3.4 waves) lost (168.0 -> 173.5).
-# README "The weight evicted first".
+# SHAPES.md "The weight evicted first".
 HINT_RATIO = 8
 
 
@@ -291,7 +291,7 @@ def _rule_k(m: int, n: int, k: int, c: dict) -> int:
 # kernel computes 128 x BN tiles of C^T = W x^T instead: the weight on the wgmma's 64-row side
 # (two consumer warpgroups), the M rows of x as its N (BN = 16, 32 or 64), stored transposed
 # (kernel.cu SWAP_AB), as cuBLAS's decode kernel does (`nvjet_sm90_hsh_128x16_64x11`). Measured
-# (README "Decode with the operands swapped"; results/probes/20261201T134511 and T135642): the
+# (SHAPES.md "Decode with the operands swapped"; results/probes/20261201T134511 and T135642): the
 # plain GEMM 0.1-0.5 us slower at eight decode shapes, the fused epilogues 0.2-1.1 us faster
 # where M <= 32 (the activation on 2,048 or 4,096 accumulators per tile, not 8,192), so the
 # shipped SWAP_AB=2 swaps per call only there (swap_wanted); 1 swaps wherever the rule allows.
@@ -312,7 +312,7 @@ SWAP_RING = {16: 11, 32: 10, 64: 8}
 # rounds (results/probes/20261201T190546, us; cuBLAS): 14336 x 8 x 4096 84.4 -> 37.4 (40.0), 16000 x 16 x
 # 4096 86.6 -> 40.9 (43.7), 8192 x 32 x 8192 43.5 -> 41.7 (43.6), 4096 x 32 x 4096 17.1 -> 15.8 (18.3),
 # 1000 x 16 x 1000 10.8 -> 8.3 (7.6), 2048 x 24 x 8192 24.4 -> 23.3 (19.1: 32 tiles, unsplit).
-# README "A small N".
+# SHAPES.md "A small N".
 NARROW_RING = {(128, 16): 11, (128, 32): 10, (64, 16): 16, (64, 32): 16}
 
 
@@ -816,7 +816,7 @@ def plan(call: Call, kernels) -> list:
         # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
         # Costs one read and write of A and B per call (README: "Where TMA cannot go"). PAD_K = 64
         # pads the rows to whole 128-byte lines while copying anyway (8 would do for TMA; the rows
-        # would then be misaligned, README "Clusters: B shared at large shapes ..."). One launch
+        # would then be misaligned, SHAPES.md "Clusters: B shared at large shapes ..."). One launch
         # copies both; the main kernel is its programmatic dependent where PDL=1 (defines_for's
         # AFTER_COPY, which makes the kernel wait for the copy).
         a_pad, b_pad = cp.empty((m, k_run), cp.float16), cp.empty((n, k_run), cp.float16)

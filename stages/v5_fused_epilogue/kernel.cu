@@ -70,7 +70,7 @@
 #endif
 #ifndef SPLIT_FIXUP
 #define SPLIT_FIXUP 0   // PARTIAL: 0 the reduce kernel sums the partials (shipped), 1 the unit that
-#endif                  // completes a tile does (a knob: measured slower, README "Split K")
+#endif                  // completes a tile does (a knob: measured slower, SHAPES.md "Split K")
 #ifndef PDL
 #define PDL 0           // PARTIAL with the reduce kernel: 1 launches it as a programmatic dependent
 #endif                  // of this one (griddepcontrol; the host's dependent launch), 0 after it
@@ -210,7 +210,7 @@
 // waits instead until every consumer of the cluster has released the buffers of its last lap;
 // after that no peer touches this block's shared memory (every multicast into it was for a
 // k-block its own consumers waited for, and every remote arrival on its barriers has arrived).
-// CUTLASS's producers do the same (load_tail). Up to 1.2 us a launch (README "The end of a cluster").
+// CUTLASS's producers do the same (load_tail). Up to 1.2 us a launch (SHAPES.md "The end of a cluster").
 #ifndef CLUSTER_TAIL
 #define CLUSTER_TAIL 1
 #endif
@@ -220,7 +220,7 @@
 // 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A that
 // every block rereads), 2 the other way round (the swapped decode tile: A is the weight). The host
 // chooses it per call (l2_hint: where one operand is streamed once, read by a single row or column
-// of tiles or by rows that run in one wave; README "The weight evicted first"); a negative value
+// of tiles or by rows that run in one wave; SHAPES.md "The weight evicted first"); a negative value
 // (the host's "by shape") builds none.
 #ifndef L2_HINT
 #define L2_HINT 0
@@ -265,7 +265,7 @@
 // per store pass (AFFINE_FIRST); and the bias is staged under the unit's second k-block, not
 // after the mainloop (BIAS_UNDER). Per pass, each pass's bias loads waited behind the previous
 // pass's store; after the mainloop, the staging's barriers held the warpgroup that finished first
-// (README "The bias: staged under the mainloop, added before the stores"). Both in 128-row tiles
+// (EPILOGUE.md "The bias: staged under the mainloop, added before the stores"). Both in 128-row tiles
 // (two warpgroups), where they were measured. Not with EPI_OVERLAP (half 1's wgmmas still run
 // while half 0 is stored, and the last tile's half 1 reads its bias in this unit's head), and
 // AFFINE_FIRST not with stream-K; elsewhere ptxas spills more (128 x 256 stream-K bias +
