@@ -816,7 +816,7 @@ def plan(call: Call, kernels) -> list:
         # TMA needs 16-byte row strides and bases: copy into zero-padded K (the zeros add nothing).
         # Costs one read and write of A and B per call (README: "Where TMA cannot go"). PAD_K = 64
         # pads the rows to whole 128-byte lines while copying anyway (8 would do for TMA; the rows
-        # would then be misaligned, SHAPES.md "Clusters: B shared at large shapes ..."). One launch
+        # would then be misaligned, SHAPES.md "B shared at large shapes ..."). One launch
         # copies both; the main kernel is its programmatic dependent where PDL=1 (defines_for's
         # AFTER_COPY, which makes the kernel wait for the copy).
         a_pad, b_pad = cp.empty((m, k_run), cp.float16), cp.empty((n, k_run), cp.float16)
