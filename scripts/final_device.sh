@@ -1073,6 +1073,22 @@ case ${1:-} in
   revpart)     # (issue 13, 2026-12-03, thirty-fourth session) the whole suite in reversed order, one slice of it
                # per call (PART=K/N, tests/conftest.py's --part): the order check33c could not finish in one call
     run "suite-reversed-$(echo "${PART:-1/1}" | tr /: -_)" "${STEP_S:-540}" python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=15 --order reverse --part "${PART:-1/1}" tests/ ;;
+  k1000ncu)    # (issue 13, 2026-12-03, thirty-fourth session) where K = 1000's extra time goes in v5 (1000^3 runs 1.4 us
+               # slower than K = 1008, where cuBLAS pays 0.1): first the direct stores against the TMA store at one tile
+               # per CTA (TMA_STORE=0; CLUSTER_TAIL=1 is the shipped build under a second name, the A/A control),
+               # judged on odd shapes and timed interleaved beside cuBLAS; then Nsight Compute's warp-state samples per
+               # SASS instruction of one launch each at K = 1000 and K = 1008 (boost clocks, as the bench runs)
+    run k1000-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=1,TMA_STORE=0" --shapes 1000x1000x1000,1000x1000x1008,1024x1024x1000,999x1001x1000 --verify-shapes 1000x1000x1000,999x1001x1000,17x300x1000 --epilogues plain --rounds 8 --out "$LOGS/k1000probe"
+    mkdir -p "$LOGS/ncu"
+    for k in 1000 1008; do
+      run "ncu-k$k" 110 "$NCU" --target-processes all --kernel-name regex:gemm_v5 --launch-skip 1 --launch-count 1 \
+        --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats \
+        --import-source no --export "$LOGS/ncu/k$k" --force-overwrite \
+        python3 -m stages.tools.profile --run v5_fused_epilogue 1000 1000 $k
+      "$NCU" --import "$LOGS/ncu/k$k.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/k$k-sass.csv" 2>&1
+      "$NCU" --import "$LOGS/ncu/k$k.ncu-rep" --csv --page details > "$LOGS/ncu/k$k-details.csv" 2>&1
+      rm -f "$LOGS/ncu/k$k.ncu-rep"
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
