@@ -1089,6 +1089,19 @@ case ${1:-} in
       "$NCU" --import "$LOGS/ncu/k$k.ncu-rep" --csv --page details > "$LOGS/ncu/k$k-details.csv" 2>&1
       rm -f "$LOGS/ncu/k$k.ncu-rep"
     done ;;
+  k1000ncu2)   # (the same, again) k1000ncu's samples were few (815 a launch at ncu's automatic interval): the finest
+               # warp-sampling interval (2^5 cycles), v5 at K = 1000 and 1008, and cuBLAS's kernel at K = 1000 beside them
+    mkdir -p "$LOGS/ncu"
+    for job in v5_fused_epilogue:1000:gemm_v5 v5_fused_epilogue:1008:gemm_v5 cublas:1000:nvjet; do
+      IFS=: read -r spec k kern <<< "$job"; tag="${spec%%_*}-k$k"
+      run "ncu-$tag" 100 "$NCU" --target-processes all --kernel-name "regex:$kern" --launch-skip 1 --launch-count 1 \
+        --clock-control none --warp-sampling-interval 0 --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+        --import-source no --export "$LOGS/ncu/$tag" --force-overwrite \
+        python3 -m stages.tools.profile --run "$spec" 1000 1000 "$k"
+      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/$tag-sass.csv" 2>&1
+      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details > "$LOGS/ncu/$tag-details.csv" 2>&1
+      rm -f "$LOGS/ncu/$tag.ncu-rep"
+    done ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
