@@ -215,6 +215,15 @@
 #define CLUSTER_TAIL 1
 #endif
 #define TAIL_WAIT (CLUSTER_TAIL && CLUSTER > 1 && SPLIT_CLUSTER == 1)
+// CLUSTER_ARRIVE=1: the cluster barrier at the start arrives relaxed. What a peer needs to see
+// there is this block's mbarrier inits, and thread 0's fence.mbarrier_init.release.cluster is
+// the release for those (PTX ISA, "fence"; CUTLASS: fence_barrier_init, cluster_arrive_relaxed,
+// cluster_wait). A releasing arrive made every thread fence (MEMBAR.ALL.CTA, MEMBAR.ALL.GPU,
+// ERRBAR in the SASS): ~4% of Nsight Compute's warp samples at 1000^3 (SHAPES.md "The start of a
+// cluster"). 0: the releasing arrive, as before.
+#ifndef CLUSTER_ARRIVE
+#define CLUSTER_ARRIVE 1
+#endif
 // L2_HINT: an L2 eviction priority on A's and B's loads (.L2::cache_hint, the policy made by
 // createpolicy.fractional with fraction 1.0, PTX ISA "createpolicy"): 0 none (evict_normal),
 // 1 A's loads evict_last and B's evict_first (a weight B streamed once past activations A that
@@ -1157,7 +1166,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
   __syncthreads();
-#if CTAS > 1
+#if CTAS > 1 && CLUSTER_ARRIVE
+  // the peer's barriers exist before anyone multicasts into them or arrives remotely; their inits
+  // were released by thread 0's fence.mbarrier_init, so the arrive need not release (CLUSTER_ARRIVE)
+  asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+#elif CTAS > 1
   cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
 #endif
 #if AFTER_COPY
