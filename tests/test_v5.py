@@ -1344,3 +1344,21 @@ def test_the_schedule_divides_without_a_call_and_the_roles_carry_no_geometry(m, 
     assert "CALL" not in sass, "a division compiled to a subroutine call"
     assert "STL" not in sass and "LDL" not in sass, (m, n, k, text)
     assert inspect.resource_usage(cubin, V5.kernel).get("STACK", 0) == 0
+
+
+def test_the_cluster_start_arrives_relaxed():
+    """SHAPES.md "The start of a cluster": with CLUSTER_ARRIVE=1 (shipped) the barrier a cluster
+    meets at the start arrives relaxed, so no thread fences before it (thread 0's
+    fence.mbarrier_init releases the inits); CLUSTER_ARRIVE=0 is the releasing arrive, whose
+    fences (MEMBAR.ALL.GPU, ERRBAR) the SASS shows before the first UCGABAR_ARV. 1000^3 runs in pairs."""
+    epi = records.parse_epilogue("plain").epilogue(np.zeros(4, np.float16))
+    before = {}
+    for arrive in (1, 0):
+        st = V5.variant(CLUSTER_ARRIVE=arrive)
+        d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), 1000, 1000, 1000, st.defines, DEV, epi))
+        assert d["CLUSTER_M"] * d["CLUSTER_N"] == 2, d
+        sass = inspect.kernel_sass(str(st.compile("sm_90a", d).cubin_path), st.kernel).splitlines()
+        first = next(i for i, line in enumerate(sass) if "UCGABAR_ARV" in line)
+        before[arrive] = " ".join(sass[max(0, first - 8):first])
+    assert "MEMBAR.ALL.GPU" not in before[1] and "ERRBAR" not in before[1], before[1]
+    assert "MEMBAR.ALL.GPU" in before[0] and "ERRBAR" in before[0], before[0]
