@@ -27,6 +27,21 @@ ncu_csv() {
   run "$name" "$limit" "$NCU" --target-processes all --kernel-name "regex:$kern" --launch-skip 1 --launch-count 1 \
     --clock-control none --metrics "$metrics" --csv python3 -m stages.tools.profile --run "$@"
 }
+# ncu_sass TAG LIMIT_S KERNEL_REGEX [NCU_FLAG...] -- STAGE M N K [--epilogue E]: Nsight Compute's
+# warp-state samples per SASS instruction (SourceCounters) of the second launch of STAGE (boost clocks,
+# as bench runs it), exported to $LOGS/ncu as the source page (TAG-sass.csv) and the details page
+# (TAG-details.csv), for scripts/ncu_sass_summary.py
+ncu_sass() {
+  local tag=$1 limit=$2 kern=$3 flags=(); shift 3
+  while [ "$1" != "--" ]; do flags+=("$1"); shift; done; shift
+  mkdir -p "$LOGS/ncu"
+  run "ncu-$tag" "$limit" "$NCU" --target-processes all --kernel-name "regex:$kern" --launch-skip 1 --launch-count 1 \
+    --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight "${flags[@]}" \
+    --import-source no --export "$LOGS/ncu/$tag" --force-overwrite python3 -m stages.tools.profile --run "$@"
+  "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/$tag-sass.csv" 2>&1
+  "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details > "$LOGS/ncu/$tag-details.csv" 2>&1
+  rm -f "$LOGS/ncu/$tag.ncu-rep"
+}
 STAMP=$(mktemp); touch "$STAMP"
 # v5's shapes: the issue's decode/prefill and tail shapes, then waves under one that SK_FILL shares
 V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
@@ -743,16 +758,8 @@ case ${1:-} in
   ncubias)     # (issue 13, 2026-12-02, twenty-fifth session) where the bias's ~2.5 us at 4096^3 goes: ncu's warp-state
                # sampling per SASS instruction (SourceCounters) of one launch each of plain, bias and bias+gelu_tanh
                # (boost clocks, as bench runs it), exported as the source page (CSV) and the details page
-    mkdir -p "$LOGS/ncu"
     for ep in plain bias bias+gelu_tanh; do
-      tag=${ep//+/_}
-      run "ncu-$tag" 150 "$NCU" --target-processes all --kernel-name regex:gemm_v5 --launch-skip 1 --launch-count 1 \
-        --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats \
-        --import-source no --export "$LOGS/ncu/$tag" --force-overwrite \
-        python3 -m stages.tools.profile --run v5_fused_epilogue 4096 4096 4096 --epilogue "$ep"
-      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/$tag-sass.csv" 2>&1
-      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details > "$LOGS/ncu/$tag-details.csv" 2>&1
-      rm -f "$LOGS/ncu/$tag.ncu-rep"
+      ncu_sass "${ep//+/_}" 150 gemm_v5 --section LaunchStats -- v5_fused_epilogue 4096 4096 4096 --epilogue "$ep"
     done ;;
   biasreg)     # (issue 13, 2026-12-02, twenty-fifth session; the knob existed at a80e310, measured and reverted) BIAS_REG=1, a temporary knob: an fp16 bias held in registers
                # (each consumer thread's 32 column pairs loaded from global memory under the unit's second k-block), no
@@ -1079,28 +1086,14 @@ case ${1:-} in
                # judged on odd shapes and timed interleaved beside cuBLAS; then Nsight Compute's warp-state samples per
                # SASS instruction of one launch each at K = 1000 and K = 1008 (boost clocks, as the bench runs)
     run k1000-probe 200 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_TAIL=1,TMA_STORE=0" --shapes 1000x1000x1000,1000x1000x1008,1024x1024x1000,999x1001x1000 --verify-shapes 1000x1000x1000,999x1001x1000,17x300x1000 --epilogues plain --rounds 8 --out "$LOGS/k1000probe"
-    mkdir -p "$LOGS/ncu"
     for k in 1000 1008; do
-      run "ncu-k$k" 110 "$NCU" --target-processes all --kernel-name regex:gemm_v5 --launch-skip 1 --launch-count 1 \
-        --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats \
-        --import-source no --export "$LOGS/ncu/k$k" --force-overwrite \
-        python3 -m stages.tools.profile --run v5_fused_epilogue 1000 1000 $k
-      "$NCU" --import "$LOGS/ncu/k$k.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/k$k-sass.csv" 2>&1
-      "$NCU" --import "$LOGS/ncu/k$k.ncu-rep" --csv --page details > "$LOGS/ncu/k$k-details.csv" 2>&1
-      rm -f "$LOGS/ncu/k$k.ncu-rep"
+      ncu_sass "k$k" 110 gemm_v5 --section LaunchStats -- v5_fused_epilogue 1000 1000 "$k"
     done ;;
   k1000ncu2)   # (the same, again) k1000ncu's samples were few (815 a launch at ncu's automatic interval): the finest
                # warp-sampling interval (2^5 cycles), v5 at K = 1000 and 1008, and cuBLAS's kernel at K = 1000 beside them
-    mkdir -p "$LOGS/ncu"
     for job in v5_fused_epilogue:1000:gemm_v5 v5_fused_epilogue:1008:gemm_v5 cublas:1000:nvjet; do
-      IFS=: read -r spec k kern <<< "$job"; tag="${spec%%_*}-k$k"
-      run "ncu-$tag" 100 "$NCU" --target-processes all --kernel-name "regex:$kern" --launch-skip 1 --launch-count 1 \
-        --clock-control none --warp-sampling-interval 0 --section SourceCounters --section WarpStateStats --section SpeedOfLight \
-        --import-source no --export "$LOGS/ncu/$tag" --force-overwrite \
-        python3 -m stages.tools.profile --run "$spec" 1000 1000 "$k"
-      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page source --print-source sass > "$LOGS/ncu/$tag-sass.csv" 2>&1
-      "$NCU" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details > "$LOGS/ncu/$tag-details.csv" 2>&1
-      rm -f "$LOGS/ncu/$tag.ncu-rep"
+      IFS=: read -r spec k kern <<< "$job"
+      ncu_sass "${spec%%_*}-k$k" 100 "$kern" --warp-sampling-interval 0 -- "$spec" 1000 1000 "$k"
     done ;;
   arrive)      # (issue 13, 2026-12-03, thirty-fourth session) CLUSTER_ARRIVE=1 (shipped here): the cluster barrier at the
                # start arrives relaxed (k1000ncu2: the releasing arrive's fences drew ~4% of the samples at 1000^3). Judged on

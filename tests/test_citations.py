@@ -10,7 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
-DOCS = [REPO / "README.md", *sorted(REPO.glob("stages/*/*.md"))]
+STAGE_DOCS = sorted(REPO.glob("stages/*/*.md"))
+DOCS = [REPO / "README.md", *STAGE_DOCS]
 
 STAMPED = re.compile(r"results/((?:[a-z_]+/)*)(\d{8}T\d{4,6})")
 NAMED = re.compile(r"results/((?:[a-z_]+/)*)([A-Za-z][\w.-]*\.json)")
@@ -47,7 +48,6 @@ def test_the_check_sees_a_dead_citation():
 
 
 # ---- section references into a stage's companion files ------------------------------------------
-STAGE_DOCS = sorted(REPO.glob("stages/*/*.md"))
 FILE_REF = re.compile(r'(?:\[)?([A-Z_]+\.md)(?:\]\([A-Z_]+\.md\))?,? "([^"]+)"')
 
 
@@ -81,7 +81,7 @@ def test_a_section_named_in_a_stage_file_exists_there(src):
     stage_dirs = [src.parent] if src.parent.parent.name == "stages" else sorted(REPO.glob("stages/v*"))
     bad = []
     for fname, name in _refs(text):
-        if fname in ("README.md",):
+        if fname == "README.md":
             continue
         targets = [d / fname for d in stage_dirs if (d / fname).is_file()]
         if not targets:
