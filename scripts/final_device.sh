@@ -1103,6 +1103,32 @@ case ${1:-} in
     run arrive-probe 100 python3 scripts/overlap_probe.py --variants "v5,CLUSTER_ARRIVE=1,CLUSTER_ARRIVE=0" --shapes 1000x1000x1000,1000x1000x4104,4095x4097x4104 --verify-shapes 999x1001x1000,33x2048x1000,130x5000x5000 --epilogues plain,bias+gelu --rounds 5 --out "$LOGS/arriveprobe"
     run arrive-racecheck 25 compute-sanitizer --tool racecheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 999x1001x1000
     run arrive-synccheck 25 compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_probe.py v5_fused_epilogue --shape 999x1001x1000 ;;
+  owed35a)     # (issue 13, 2026-12-03, thirty-fifth session) owed at CLUSTER_ARRIVE=1's kernel (a690c2e): the suite in
+               # file order (three slices at once) beside v5's whole verify sweep and the odd shapes x20 with every
+               # epilogue; then, the GPU idle, the published benches (the main job, v5's shapes, the fused epilogues
+               # with v5's plain in the same rounds, the large shapes with v4 and v5)
+    for k in 1 2 3; do
+      run "suite-file-$k-of-3" 380 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10 --part "$k/3" tests/ &
+    done
+    run v5-verify-full 300 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run v5-odd-20 300 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    wait
+    run bench-main 100 python3 -m stages bench --publish
+    run bench-v5-shapes 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
+    run bench-fused 60 python3 -m stages bench v5_fused_epilogue $FUSED --epilogue plain --publish
+    run bench-big-v45 40 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
+  owed35b)     # (the same, the next call) the suite in reversed order (three slices at once) beside the stress run of
+               # every stage (published: random shapes, the sanitizers, leaks) and v5's memcheck, racecheck and
+               # synccheck with every epilogue on odd, stream-K and split-in-pairs shapes (correctness only)
+    SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x1000 --shape 999x1001x1000 --epilogue all"
+    for k in 1 2 3; do
+      run "suite-reverse-$k-of-3" 500 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10 --order reverse --part "$k/3" tests/ &
+    done
+    run stress 360 python3 -m stages stress --publish --budget 320 &
+    run v5-racecheck 480 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN &
+    (run v5-memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN
+     run v5-synccheck 240 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN) &
+    wait ;;
   *) echo "usage: final_device.sh MODE, one of: $(grep -oE '^  [a-z0-9-]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
