@@ -541,9 +541,13 @@ def test_the_clean_flush_reads_and_the_default_one_writes():
 
 @pytest.mark.gpu
 def test_a_queue_hold_keeps_the_host_out_of_the_kernel_time():
-    """timing.QueueHold: a call whose path takes 3 ms of host time before it launches a small
-    kernel is timed at about the host's 3 ms by bare events, and at the kernel's GPU time when a
-    10 ms hold is queued ahead of each start event (the overhead table's kernel column)."""
+    """timing.QueueHold: a call whose path takes 20 ms of host time before it launches a small
+    kernel is timed at about the host's 20 ms by bare events, and at the kernel's GPU time when a
+    30 ms hold is queued ahead of each start event (the overhead table's kernel column).
+
+    The margins are wide because another process on the GPU can delay the start event's
+    timestamp by its time slice: with 3 ms and a 2.5 ms floor, a run beside three other test
+    processes on the H200 read 2.44 ms (final_device.sh owed35b)."""
     import time
 
     from stages.core import gpu
@@ -553,12 +557,12 @@ def test_a_queue_hold_keeps_the_host_out_of_the_kernel_time():
     x = cp.ones(1 << 20, cp.float32)
 
     def slow_call():
-        time.sleep(0.003)
+        time.sleep(0.020)
         x.__iadd__(1.0)  # an elementwise kernel of a few µs
 
     bare = time_gpu(slow_call, reps=5, warmup=1).median
-    held = time_gpu(slow_call, reps=5, warmup=1, flush=QueueHold(10_000)).median
-    assert bare >= 2.5, f"bare events: {bare:.3f} ms (the host's 3 ms should be in it)"
+    held = time_gpu(slow_call, reps=5, warmup=1, flush=QueueHold(30_000)).median
+    assert bare >= 10.0, f"bare events: {bare:.3f} ms (the host's 20 ms should be in it)"
     assert held < 0.5, f"behind the hold: {held:.3f} ms (the kernel alone should be)"
     assert float(x[0]) == 1.0 + 12  # every call ran: twice 1 warm-up and 5 timed
 
