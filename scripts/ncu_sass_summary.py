@@ -6,7 +6,7 @@ the instructions with the most samples, each with its leading stall reasons.
 
     python scripts/ncu_sass_summary.py --out REC.json NAME=DIR/NAME-sass.csv[,DIR/NAME-details.csv] ...
 
-(final_device.sh ncubias writes the CSVs.)"""
+(scripts/device.sh ncu writes the CSVs: SPEC-MxNxK-sass.csv and -details.csv.)"""
 from __future__ import annotations
 
 import argparse

@@ -2,7 +2,8 @@
 each has a default in its stage's CONFIG that leaves the shipped kernel exactly as it was, and
 check_config refuses values the kernel does not have. No GPU needed (NVRTC + cuobjdump from pip).
 
-What they do on a GPU is measured by scripts/issue11_device.sh (verify, tune, profile).
+What they do on a GPU is measured by `python -m stages tune` (v4's ladder: scripts/device.sh ablation)
+and `verify --set`.
 """
 import pytest
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# One call on the lent H200 (the `device` tool runs it from the working tree). Every step runs under
+# `timeout`, the whole call under a budget, so a call never hangs and always brings back what it
+# has: $OUT/final.log (each step's command, exit code, seconds and last lines), $OUT/logs.tgz (each
+# step's whole log and the JSON it wrote) and $OUT/new-records.tgz (the records it published under
+# results/; `tar xzf` it in the repository).
+#
+#   GEMM_STAGES_COMMIT=<full sha> BUDGET_S=560 OUT=$OUT bash scripts/device.sh MODE
+#
+# GEMM_STAGES_COMMIT is the commit the records name (the device's copy has no usable git history).
+# BUDGET_S bounds the call: a step that would start with under 15 s left is skipped and says so,
+# and no step runs past it; keep it ~20 s under the call's own limit so the tarballs get written.
+# DRY_RUN=1 prints each step instead of running it (tests/test_device_script.py).
+#
+# Modes, each one call on a cold machine (~90-120 s to start, not counted in BUDGET_S):
+#   suite     the whole suite in ORDER (file, the default, or reverse) as PARTS (4) contiguous slices
+#             at once (tests/conftest.py's --part), each its own process with its own kernel cache:
+#             a cold cache costs one slice's builds in parallel, not the suite's in series. With
+#             PART=START:STOP, that range of the order alone (to finish a slice a limit cut).
+#   checks    v5 (correctness only): the whole verify sweep with every epilogue case, the issue's odd
+#             shapes with every epilogue case 20 times with fresh inputs, and memcheck, racecheck and
+#             synccheck with every epilogue case on odd, stream-K, split-in-pairs and paired shapes
+#   stress    `stages stress` for every stage (random shapes, sanitizers, repeats, concurrency,
+#             hostile calls, special values, leaks, faults), published, alone on the GPU
+#   publish   the published benches, alone on the GPU: the main job (every stage, cuBLAS and the CPU
+#             baseline at 4096^3), v5's shapes beside v4 and cuBLAS, the fused epilogues with v5's
+#             plain GEMM in the same rounds, the large shapes with v4 and v5
+#   ablation  v4's ablation ladder (published; the rung names are in stages/v4_swizzle_pipeline/why.py)
+#   probe     scripts/overlap_probe.py: knob variants judged against float64 on VERIFY shapes, then
+#             timed in interleaved rounds on SHAPES (env: VARIANTS, SHAPES, VERIFY, EPILOGUES, ROUNDS)
+#   ncu       Nsight Compute's warp-state samples per SASS instruction of one launch (the second) of
+#             SPEC at M N K (env; EPILOGUE optional, KERNEL a regex of the kernel's name), boost
+#             clocks as the bench runs; summarised by scripts/ncu_sass_summary.py
+#
+# Before 2026-12-03 each session added a mode per step to scripts/final_device.sh (134 of them)
+# and eleven one-off scripts beside it (h200_session.sh, issue11_device.sh, v5_device.sh, v4_final.sh,
+# v4_borrow.sh, v4_pingpong.sh, v4_defer.sh, defer_device.sh, v5_percall_device.sh, bn_device.sh,
+# split_device.sh). The READMEs and the records' notes still name those scripts and modes with the
+# commit they ran at; every one of them is in `git show 34e2756:scripts/<script>`.
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/device-out}
+BUDGET=${BUDGET_S:-560}
+mkdir -p "$OUT"
+LOG="$OUT/final.log"
+if [ -z "${DRY_RUN:-}" ]; then
+  LOGS=$(mktemp -d)   # per-step logs and JSON, returned as one tarball
+  STAMP=$(mktemp)     # the records published after it are this call's
+else
+  LOGS=/tmp/device-dry-run
+fi
+T0=$(date +%s)
+
+# run NAME LIMIT_S CMD...: CMD under `timeout`, never past the budget; its output to $LOGS/NAME.log,
+# "===== NAME rc=RC Ns" and its last 4 lines to $LOG
+run() {
+  local name=$1 limit=$2; shift 2
+  if [ -n "${DRY_RUN:-}" ]; then echo "$name $limit: $*"; return 0; fi
+  local left=$(( BUDGET - ($(date +%s) - T0) ))
+  if (( left < 15 )); then echo "===== $name: SKIPPED (budget spent)" | tee -a "$LOG"; return 0; fi
+  (( limit > left )) && limit=$left
+  local t=$(date +%s)
+  echo "===== $name: $*" >>"$LOG"
+  timeout --kill-after=5 "$limit" "$@" >>"$LOGS/$name.log" 2>&1
+  echo "===== $name rc=$? $(( $(date +%s) - t ))s" | tee -a "$LOG"
+  tail -n 4 "$LOGS/$name.log" >>"$LOG"
+  return 0
+}
+
+# the issue's odd shapes; the sanitizers' shapes (odd, stream-K in the last wave, K split in pairs,
+# 2-CTA pairs); v5's published shapes; the plain and fused tables' shapes
+ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
+SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x1000 --shape 999x1001x1000"
+V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
+BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
+FUSED="--epilogue plain --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
+PYTEST="python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10"
+
+case ${1:-} in
+  suite)
+    order=${ORDER:-file} parts=${PARTS:-4}
+    if [ -n "${PART:-}" ]; then
+      run "suite-$order-${PART/:/-}" "${STEP_S:-520}" $PYTEST --order "$order" --part "$PART" tests/
+    else
+      for k in $(seq 1 "$parts"); do
+        run "suite-$order-$k-of-$parts" "${STEP_S:-520}" $PYTEST --order "$order" --part "$k/$parts" tests/ &
+      done
+      wait
+    fi ;;
+  checks)
+    run v5-verify-full 400 python3 -m stages verify v5_fused_epilogue --epilogue all &
+    run v5-odd-20 400 python3 -m stages verify v5_fused_epilogue $ODD --epilogue all --repeat 20 &
+    run v5-racecheck 480 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN --epilogue all &
+    (run v5-memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN --epilogue all
+     run v5-synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN --epilogue all) &
+    wait ;;
+  stress)
+    run stress "${STEP_S:-520}" python3 -m stages stress --publish --budget $(( ${STEP_S:-520} - 40 )) ;;
+  publish)
+    run bench-main 120 python3 -m stages bench --publish
+    run bench-v5-shapes 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
+    run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish
+    run bench-big-v45 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
+  ablation)
+    run v4-ablation "${STEP_S:-300}" python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma \
+      --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 \
+      --variant PERSISTENT=1,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 \
+      --variant PERSISTENT=1,ORDER=1,TMA_STORE=1,CLUSTER_M=1,GROUP_M=8,STREAMK=0,EPI_DEFER=0 \
+      --variant STREAMK=0,EPI_DEFER=0 --variant EPI_DEFER=0 --variant default --variant CLUSTER_M=2 \
+      --variant ORDER=2 --variant ORDER=0 --variant ORDER=3 --variant STAGES=3 --variant STMATRIX=0 \
+      --variant GROUP_M=32 $BIG --publish ;;
+  probe)
+    run probe "${STEP_S:-400}" python3 scripts/overlap_probe.py --variants "${VARIANTS:?VARIANTS=v5,K=V,...}" \
+      --shapes "${SHAPES:?SHAPES=MxNxK,...}" --verify-shapes "${VERIFY:-999x1001x1000,33x2048x1000,130x5000x5000}" \
+      --epilogues "${EPILOGUES:-plain,bias+gelu}" --rounds "${ROUNDS:-5}" --out "$LOGS/probe" ;;
+  ncu)
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    tag="${SPEC:?SPEC=stage}-${M:?}x${N:?}x${K:?}"
+    mkdir -p "$LOGS/ncu"
+    run "ncu-$tag" "${STEP_S:-200}" "$ncu" --target-processes all --kernel-name "regex:${KERNEL:-gemm}" \
+      --launch-skip 1 --launch-count 1 --clock-control none --section SourceCounters --section WarpStateStats \
+      --section SpeedOfLight --warp-sampling-interval 0 --import-source no --export "$LOGS/ncu/$tag" --force-overwrite \
+      python3 -m stages.tools.profile --run "$SPEC" "$M" "$N" "$K" --epilogue "${EPILOGUE:-plain}"
+    if [ -z "${DRY_RUN:-}" ]; then
+      "$ncu" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page source --print-source sass >"$LOGS/ncu/$tag-sass.csv" 2>&1
+      "$ncu" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details >"$LOGS/ncu/$tag-details.csv" 2>&1
+      rm -f "$LOGS/ncu/$tag.ncu-rep"
+    fi ;;
+  *) echo "usage: [GEMM_STAGES_COMMIT=sha BUDGET_S=s OUT=dir] bash scripts/device.sh MODE, one of: $(grep -oE '^  [a-z]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
+esac
+[ -n "${DRY_RUN:-}" ] && exit 0
+find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
+tar czf "$OUT/logs.tgz" -C "$LOGS" .
+grep -E "^=====|passed|failed" "$LOG" | tail -n 40

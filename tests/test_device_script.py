@@ -1,0 +1,80 @@
+"""scripts/device.sh, the one script of H200 calls: it parses, every mode its header documents is a
+mode it has (and no other), and its dry run (DRY_RUN=1) shows the steps a mode would run. No GPU:
+the dry run starts nothing."""
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device.sh"
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def dry(mode: str, tmp_path, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), mode], capture_output=True, text=True, timeout=60,
+                          cwd=SCRIPT.parents[1],
+                          env={**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), **env})
+
+
+def steps(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def test_the_script_parses():
+    assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True).returncode == 0
+
+
+def test_the_header_documents_exactly_the_modes_it_has(tmp_path):
+    text = SCRIPT.read_text()
+    case = set(re.findall(r"^  ([a-z]+)\)", text, re.M))
+    documented = set(re.findall(r"^#   ([a-z]+) {2,}", text, re.M))
+    assert case == documented and case
+    usage = subprocess.run(["bash", str(SCRIPT), "no-such-mode"], capture_output=True, text=True,
+                           env={**os.environ, "OUT": str(tmp_path)})
+    assert usage.returncode == 2
+    assert set(usage.stdout.split("one of:")[1].split()) == case
+
+
+@pytest.mark.parametrize("order,parts", [("file", "4"), ("reverse", "3")])
+def test_the_suite_runs_as_slices_that_cover_the_order(tmp_path, order, parts):
+    out = steps(dry("suite", tmp_path, ORDER=order, PARTS=parts).stdout)
+    slices = sorted(re.search(r"--part (\S+)", s).group(1) for s in out)
+    assert slices == [f"{k}/{parts}" for k in range(1, int(parts) + 1)]
+    assert all(f"--order {order}" in s and s.endswith("tests/") for s in out)
+
+
+def test_a_range_of_the_order_runs_alone(tmp_path):
+    out = steps(dry("suite", tmp_path, ORDER="reverse", PART="258:410").stdout)
+    assert len(out) == 1 and "--order reverse --part 258:410 tests/" in out[0]
+
+
+def test_the_checks_judge_every_epilogue_under_every_sanitizer(tmp_path):
+    out = steps(dry("checks", tmp_path).stdout)
+    tools = {re.search(r"--tool (\w+)", s).group(1) for s in out if "compute-sanitizer" in s}
+    assert tools == {"memcheck", "racecheck", "synccheck"}
+    assert all("--epilogue all" in s for s in out)
+    assert any("--repeat 20" in s for s in out)
+
+
+def test_publish_and_stress_publish(tmp_path):
+    for mode in ("publish", "stress"):
+        out = steps(dry(mode, tmp_path).stdout)
+        assert out and all(s.rstrip().endswith("--publish") or "--publish --budget" in s for s in out)
+
+
+def test_a_probe_needs_its_variants_and_shapes(tmp_path):
+    assert dry("probe", tmp_path).returncode != 0
+    out = steps(dry("probe", tmp_path, VARIANTS="v5,CLUSTER_ARRIVE=0", SHAPES="1000x1000x1000").stdout)
+    assert len(out) == 1 and "--variants v5,CLUSTER_ARRIVE=0" in out[0] and "--shapes 1000x1000x1000" in out[0]
+
+
+def test_ncu_samples_one_launch_of_the_named_call(tmp_path):
+    assert dry("ncu", tmp_path).returncode != 0
+    out = steps(dry("ncu", tmp_path, SPEC="v5_fused_epilogue", M="1000", N="1000", K="1000",
+                    EPILOGUE="bias+gelu").stdout)
+    assert len(out) == 1
+    assert "--launch-count 1" in out[0] and "--section SourceCounters" in out[0]
+    assert out[0].endswith("--run v5_fused_epilogue 1000 1000 1000 --epilogue bias+gelu")
