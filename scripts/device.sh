@@ -13,10 +13,13 @@
 # DRY_RUN=1 prints each step instead of running it (tests/test_device_script.py).
 #
 # Modes, each one call on a cold machine (~90-120 s to start, not counted in BUDGET_S):
-#   suite     the whole suite in ORDER (file, the default, or reverse) as PARTS (4) contiguous slices
+#   suite     the whole suite in ORDER (file, the default, or reverse) as PARTS (8) contiguous slices
 #             at once (tests/conftest.py's --part), each its own process with its own kernel cache:
-#             a cold cache costs one slice's builds in parallel, not the suite's in series. With
-#             PART=START:STOP, that range of the order alone (to finish a slice a limit cut).
+#             a cold cache costs one slice's builds in parallel, not the suite's in series. The
+#             slices hold equal counts of tests, not equal times: test_v5.py's knob builds fill
+#             ~260 tests at the end of the file order (the start of the reversed one) that took
+#             ~500 s in one process beside five others (owed35b, 2026-12-03), so fewer than 8 slices leave one past a
+#             call. With PART=START:STOP, that range of the order alone (to finish a cut slice).
 #   checks    v5 (correctness only): the whole verify sweep with every epilogue case, the issue's odd
 #             shapes with every epilogue case 20 times with fresh inputs, and memcheck, racecheck and
 #             synccheck with every epilogue case on odd, stream-K, split-in-pairs and paired shapes
@@ -78,7 +81,7 @@ PYTEST="python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10
 
 case ${1:-} in
   suite)
-    order=${ORDER:-file} parts=${PARTS:-4}
+    order=${ORDER:-file} parts=${PARTS:-8}
     if [ -n "${PART:-}" ]; then
       run "suite-$order-${PART/:/-}" "${STEP_S:-520}" $PYTEST --order "$order" --part "$PART" tests/
     else
