@@ -3,7 +3,8 @@
 # `timeout`, the whole call under a budget, so a call never hangs and always brings back what it
 # has: $OUT/final.log (each step's command, exit code, seconds and last lines), $OUT/logs.tgz (each
 # step's whole log and the JSON it wrote) and $OUT/new-records.tgz (the records it published under
-# results/; `tar xzf` it in the repository).
+# results/; `tar xzf` it in the repository, then `python -m stages report --write` before the next
+# suite runs: the READMEs' generated blocks must match the newest records).
 #
 #   GEMM_STAGES_COMMIT=<full sha> BUDGET_S=560 OUT=$OUT bash scripts/device.sh MODE
 #
