@@ -546,7 +546,7 @@ def test_a_queue_hold_keeps_the_host_out_of_the_kernel_time():
     30 ms hold is queued ahead of each start event (the overhead table's kernel column).
 
     The margins are wide because another process on the GPU can delay the start event's
-    timestamp by its time slice: with 3 ms and a 2.5 ms floor, a run beside three other test
+    timestamp by its time slice: with 3 ms and a 2.5 ms floor, a run beside six other GPU
     processes on the H200 read 2.44 ms (final_device.sh owed35b)."""
     import time
 
