@@ -53,6 +53,20 @@ def part_slice(n_items: int, part: str) -> slice:
     raise pytest.UsageError(f"--part takes K/N with 1 <= K <= N, or START:STOP, got {part!r}")
 
 
+_PART = pytest.StashKey[str]()
+
+
+def part_note(start: int, stop: int, n_items: int, order: str) -> str:
+    """The line a sliced run prints after collection: which items of the order it runs, and how
+    to resume it where a time limit cut it (the slice's start plus the tests it finished)."""
+    return (f"--part: items {start} to {stop - 1} of {n_items} in {order} order; a run cut short "
+            f"resumes with --order {order} --part {start}+F: (F = the tests it finished)")
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    return config.stash.get(_PART, None) or []
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _private_kernel_cache(tmp_path_factory):
     """Compile into a fresh cache, so a test never passes on a stale cubin."""
@@ -85,6 +99,7 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"--order takes file, reverse or shuffle:SEED, got {order!r}")
     keep = part_slice(len(items), config.getoption("--part"))
     if (keep.start, keep.stop) != (0, len(items)):
+        config.stash[_PART] = part_note(keep.start, keep.stop, len(items), order)
         config.hook.pytest_deselected(items=items[:keep.start] + items[keep.stop:])
         items[:] = items[keep]
     ok, why = gpu.available()

@@ -640,3 +640,23 @@ def test_part_slices_cover_the_order_once():
     for bad in ("0/2", "3/2", "2", "a/b", "1/0", ":", "5:3"):
         with pytest.raises(pytest.UsageError):
             part_slice(10, bad)
+
+
+def test_a_sliced_run_says_where_it_starts_and_how_to_resume():
+    """A run with --part prints, after collection, which items of the order it runs (0-based,
+    the numbers `--part START:STOP` takes), so that a run cut by a time limit resumes at its
+    start plus the tests it finished; a run without --part prints no such line."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_device_script.py"]
+    sliced = subprocess.run(cmd + ["--order", "reverse", "--part", "2:5"], cwd=root, capture_output=True,
+                            text=True, timeout=120)
+    assert sliced.returncode == 0, sliced.stdout[-2000:]
+    n = int(re.search(r"(\d+) deselected", sliced.stdout).group(1)) + 3
+    assert f"--part: items 2 to 4 of {n} in reverse order" in sliced.stdout
+    assert "resumes with --order reverse --part 2+F:" in sliced.stdout
+    whole = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120)
+    assert whole.returncode == 0 and "--part:" not in whole.stdout
