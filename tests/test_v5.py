@@ -1038,6 +1038,13 @@ class _Ptr:  # an operand or output as defines_for and copies read it: its point
         self.data = type("data", (), {"ptr": ptr})
 
 
+def _rule_build(m, n, k, epi, st=V5) -> tuple[dict, str]:
+    """(defines, cubin path) of the build the rule picks on the H200 for an aligned call of this
+    shape and epilogue; `st` is v5 or a variant of it (its defines are the call's configuration)."""
+    d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), m, n, k, st.defines, DEV, epi))
+    return d, str(st.compile("sm_90a", d).cubin_path)
+
+
 def test_defines_are_decided_once_and_keyed_by_all_they_depend_on():
     """defines_for is looked up after a call's first time: the answer must equal the one worked
     out anew for every shape, configuration, epilogue and pointer alignment, and a caller changing
@@ -1313,9 +1320,9 @@ def test_reg_split_takes_the_spills_out_of_builds_that_have_them(m, n, k, act, c
     REG_SPLIT=0`, NVRTC 12.9 and 13.0 alike): the 64 x 256 tile with a bias and silu at short K,
     this build among them. The clustered 128 x 256 build no longer does."""
     epi = contract.Epilogue(bias=np.zeros(4, np.float16), alpha=1.0, activation=act)
-    d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), m, n, k, V5.defines, DEV, epi))
+    d, cubin = _rule_build(m, n, k, epi)
     assert d["STREAMK"] == 0 and V5.defines["REG_SPLIT"] == 2  # REG_SPLIT=2 applies where stream-K does not run
-    sass = inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel)
+    sass = inspect.kernel_sass(cubin, V5.kernel)
     assert "STL" not in sass and "LDL" not in sass, (m, n, k, act)
     assert f"USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {consumer_regs:#x}" in sass
     # the same build with the old split (40 / 232)
@@ -1337,9 +1344,8 @@ def test_the_schedule_divides_without_a_call_and_the_roles_carry_no_geometry(m, 
     spilled the unit counts the prologue computed and carried across the split. These builds, the
     one that spilled and two that did on the way, have no CALL and no local memory."""
     epi = records.parse_epilogue(text).epilogue(np.zeros(4, np.float16))
-    d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), m, n, k, V5.defines, DEV, epi))
+    d, cubin = _rule_build(m, n, k, epi)
     assert d["STREAMK"] == streamk, d
-    cubin = str(V5.compile("sm_90a", d).cubin_path)
     sass = inspect.kernel_sass(cubin, V5.kernel)
     assert "CALL" not in sass, "a division compiled to a subroutine call"
     assert "STL" not in sass and "LDL" not in sass, (m, n, k, text)
@@ -1355,9 +1361,9 @@ def test_the_cluster_start_arrives_relaxed():
     before = {}
     for arrive in (1, 0):
         st = V5.variant(CLUSTER_ARRIVE=arrive)
-        d = v5.defines_for(Call(_Ptr(0), _Ptr(0), _Ptr(0), 1000, 1000, 1000, st.defines, DEV, epi))
+        d, cubin = _rule_build(1000, 1000, 1000, epi, st)
         assert d["CLUSTER_M"] * d["CLUSTER_N"] == 2, d
-        sass = inspect.kernel_sass(str(st.compile("sm_90a", d).cubin_path), st.kernel).splitlines()
+        sass = inspect.kernel_sass(cubin, st.kernel).splitlines()
         first = next(i for i, line in enumerate(sass) if "UCGABAR_ARV" in line)
         before[arrive] = " ".join(sass[max(0, first - 8):first])
     assert "MEMBAR.ALL.GPU" not in before[1] and "ERRBAR" not in before[1], before[1]
