@@ -206,14 +206,6 @@
 #ifndef TMAP_PREFETCH
 #define TMAP_PREFETCH 0
 #endif
-// L2_PREFETCH=n > 0: the first thread, before it sets up the barriers, asks the L2 for the boxes
-// of the first n k-blocks that its producer will load first (cp.async.bulk.prefetch.tensor: no
-// shared memory, no barrier, nothing to wait for), so that their trip from HBM overlaps the
-// block's setup (the barrier inits, the cluster barrier, setmaxnreg) and the loads find them in
-// the L2 or on their way. Not with AFTER_COPY (the operands are still being written then).
-#ifndef L2_PREFETCH
-#define L2_PREFETCH 0
-#endif
 // CLUSTER_TAIL=1 (clusters without SPLIT_CLUSTER): no cluster barrier at the end. The producer
 // waits instead until every consumer of the cluster has released the buffers of its last lap;
 // after that no peer touches this block's shared memory (every multicast into it was for a
@@ -380,10 +372,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TmaDesc* map, in
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
       ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 #endif
-}
-// The same box asked of the L2 only (L2_PREFETCH): nothing is written to shared memory.
-__device__ __forceinline__ void tma_prefetch_2d(const TmaDesc* map, int x, int y) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(map), "r"(x), "r"(y) : "memory");
 }
 // The same box written to the same offset of every CTA in `mask`, and counted on the mbarrier
 // at the same offset in each of them.
@@ -1159,25 +1147,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #endif
 
   if (threadIdx.x == 0) {
-#if L2_PREFETCH > 0 && !AFTER_COPY
-    {  // the first unit's first L2_PREFETCH k-blocks, as the producer will load them (below)
-      ROLE_GEOMETRY;
-      Schedule sch = make_schedule(worker, workers, num_units, k_tiles_per_split);
-      int unit, kb, ke;
-      if (sch.next(unit, kb, ke)) {
-        int um, un;
-        unit_coords(unit / splits, units_m, units_n, um, un);
-        const int block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM),
-                  block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
-        const int split_kt = (SPLIT_CLUSTER > 1 ? split_rank : unit % splits) * k_tiles_per_split;
-        const int kt0 = split_kt + kb, kt1 = min(min(split_kt + ke, num_k_tiles), kt0 + L2_PREFETCH);
-        for (int kt = kt0; kt < kt1; ++kt) {
-          tma_prefetch_2d(&tmap_a, kt * BK, block_m + (CLUSTER_N > 1 ? rn * A_SLICE_ROWS : 0));
-          tma_prefetch_2d(&tmap_b, kt * BK, block_n + (CLUSTER_M > 1 ? rm * B_SLICE_ROWS : 0));
-        }
-      }
-    }
-#endif
 #if TMAP_PREFETCH
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_a) : "memory");
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(&tmap_b) : "memory");
