@@ -20,7 +20,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "EPI_SPREAD": 0}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -556,7 +556,6 @@ def check_config(c: dict) -> None:
                                                   and not c["SPLIT_FIXUP"] and not c["EPI_OVERLAP"]),
          "SPLIT_CLUSTER > 1 with AUTO=0 needs CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
-        (c["EPI_SPREAD"] in (0, 1, 2, 4, 8, 16), "EPI_SPREAD 0, 1, 2, 4, 8 or 16 (the k-blocks of the next unit over which the deferred store pass's activation is spread; 0: none)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]

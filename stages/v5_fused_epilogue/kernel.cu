@@ -281,20 +281,6 @@
 // gelu_tanh: 24 B; 192 x 128 bias + silu: 16 B instead of 8; 64 x 256: 16-80 B instead of 0-8).
 #define AFFINE_FIRST (TMA_STORE && !PARTIAL && !OVERLAP && !STREAMK && CONSUMERS == 2)
 #define BIAS_UNDER (!OVERLAP && CONSUMERS == 2)
-// EPI_SPREAD=n > 0 (an activation, with the deferred pass and AFFINE_FIRST): the deferred pass is
-// held in fp32 after alpha and the bias (EPI_COLS / 2 registers, not EPI_COLS / 4), and its
-// activation is spread over the next unit's first n k-blocks, 1/n of its chunks after each
-// k-block's wgmmas are issued, before the wait for the previous k-block's; the pass is rounded
-// and stored after the last slice. A warpgroup hides only a few hundred cycles of its own
-// arithmetic under its own wgmmas at a time (OPEN_QUESTIONS.md: all of the pass at once after
-// one k-block, DEFER_MATH, was slower), so the slices are small: 16 / n chunks of 4 elements.
-#ifndef EPI_SPREAD
-#define EPI_SPREAD 0
-#endif
-#define SPREAD (EPI_SPREAD > 0 && DEFER && AFFINE_FIRST && ACT != 0)
-#if SPREAD && (EPI_COLS / 8) % EPI_SPREAD
-#error "EPI_SPREAD must divide the chunks of a store pass (EPI_COLS / 8)"
-#endif
 #if TMA_STORE && !PARTIAL && BN % 64
 #error "the TMA store stages boxes of 64 columns: BN must be a multiple of 64 (the host stores narrower tiles directly)"
 #endif
@@ -1301,36 +1287,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       }
     };
 #endif
-#if SPREAD
-    float deferred[EPI_COLS / 2];         // the last tile's last store pass, alpha * acc + bias (fp32)
-    int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
-    int spread_done = 0;                  // slices of it activated so far
-    // Activate slices spread_done .. upto - 1 (each EPI_COLS / 8 / EPI_SPREAD chunks of 4 values).
-    auto spread_to = [&](int upto) {
-      static_for<0, EPI_SPREAD>([&](const int S) {
-        if (S >= spread_done && S < upto) {
-#pragma unroll
-          for (int c = S * (EPI_COLS / 8 / EPI_SPREAD); c < (S + 1) * (EPI_COLS / 8 / EPI_SPREAD); ++c) {
-            float x[4] = {deferred[4 * c], deferred[4 * c + 1], deferred[4 * c + 2], deferred[4 * c + 3]};
-            activate_4(x);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) deferred[4 * c + e] = x[e];
-          }
-        }
-      });
-      spread_done = max(spread_done, upto);
-    };
-    auto flush_deferred = [&]() {
-      if (deferred_x >= 0) {
-        spread_to(EPI_SPREAD);  // (the slices not yet activated: a unit shorter than EPI_SPREAD, or the end)
-        unsigned h[EPI_COLS / 4];
-#pragma unroll
-        for (int i = 0; i < EPI_COLS / 4; ++i) h[i] = pack_half2(deferred[2 * i], deferred[2 * i + 1]);
-        store_pass(h, deferred_x, deferred_y);
-      }
-      deferred_x = -1;
-    };
-#elif DEFER
+#if DEFER
     unsigned deferred[EPI_COLS / 4];      // the last tile's last store pass, fp16 pairs
     int deferred_x = -1, deferred_y = 0;  // its place in C (x < 0: nothing deferred)
     auto flush_deferred = [&]() {
@@ -1357,14 +1314,6 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // staged bias, the activation), rounded to fp16 (h[2 jj] row g, h[2 jj + 1] row g + 8) and
     // stored to columns x .. of rows y .. y + 63 of C.
     auto epi_pass = [&](const int pass, int x, int y) {
-#if SPREAD
-      if (pass == BN / EPI_COLS - 1) {  // alpha and the bias applied (AFFINE_FIRST); the rest under the next unit
-#pragma unroll
-        for (int i = 0; i < EPI_COLS / 2; ++i) deferred[i] = acc[pass * (EPI_COLS / 2) + i];
-        deferred_x = x; deferred_y = y; spread_done = 0;
-        return;
-      }
-#endif
       fuse<EPI_COLS / 8, AFFINE_FIRST ? FUSE_ACT : FUSE_ALL>(acc, pass * (EPI_COLS / 8), bias_base, alpha, lane % 4,
                                                               wg * 64 + (threadIdx.x % 128) / 32 * 16 + lane / 4);
       unsigned h[EPI_COLS / 4];
@@ -1462,14 +1411,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           wgmma_tile(acc, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32), (kt > kt0) || kk != 0);
 #endif
         wgmma_commit();
-#if SPREAD
-        // The previous tile's last store pass: a slice of its activation under each of this
-        // tile's first EPI_SPREAD k-blocks' wgmmas, then (or at a shorter piece's end) its store.
-        if (deferred_x >= 0) {
-          if (kt < kt0 + EPI_SPREAD - 1 && kt < kt1 - 1) spread_to(kt - kt0 + 1);
-          else flush_deferred();
-        }
-#elif DEFER
+#if DEFER
         // The previous tile's last store pass, while this tile's first wgmmas run (EPI_DEFER
         // k-blocks of them, or all of a shorter piece).
         if (kt == min(kt0 + EPI_DEFER - 1, kt1 - 1)) flush_deferred();
