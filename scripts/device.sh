@@ -20,7 +20,9 @@
 #             slices hold equal counts of tests, not equal times: test_v5.py's knob builds fill
 #             ~260 tests at the end of the file order (the start of the reversed one) that took
 #             ~500 s in one process beside six others (final_device.sh owed35b, 2026-12-03), so fewer than 8 slices leave one past a
-#             call. With PART=START:STOP, that range of the order alone (to finish a cut slice: each
+#             call. With 8 in file order (350c7b0, 2026-12-03) slices 1-7 took 15-199 s and the 8th was cut at
+#             550 s after 194 of its 212 tests; `PART=1674:` finished it in a second call (167 s): the end of
+#             test_v5.py holds its slowest builds (66 s and 45 s for one test each). With PART=START:STOP, that range of the order alone (to finish a cut slice: each
 #             slice prints its first item's index and how to resume it after its collection).
 #   checks    v5 (correctness only): the whole verify sweep with every epilogue case, the odd
 #             shapes with every epilogue case 20 times with fresh inputs, and memcheck, racecheck and
