@@ -353,6 +353,11 @@ __device__ __forceinline__ void named_bar_sync(unsigned id, unsigned count) {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
+// The same barrier with a relaxed arrive: this thread's earlier writes are not released by it
+// (the start's mbarrier inits are, by their own fence: CLUSTER_ARRIVE).
+__device__ __forceinline__ void cluster_sync_relaxed_arrive() {
+  asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
@@ -1169,7 +1174,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #if CTAS > 1 && CLUSTER_ARRIVE
   // the peer's barriers exist before anyone multicasts into them or arrives remotely; their inits
   // were released by thread 0's fence.mbarrier_init, so the arrive need not release (CLUSTER_ARRIVE)
-  asm volatile("barrier.cluster.arrive.relaxed;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+  cluster_sync_relaxed_arrive();
 #elif CTAS > 1
   cluster_sync();  // the peer's barriers exist before anyone multicasts into them or arrives remotely
 #endif
