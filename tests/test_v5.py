@@ -437,9 +437,8 @@ def test_the_activations_issue_the_mufu_their_forms_say():
 def _fused_sass(m, n, k, activation, bias_dtype=np.float32) -> tuple[dict, list[str]]:
     """(defines, SASS lines) of the rule's build for a call with a bias and `activation`."""
     bias = type("B", (), {"dtype": np.dtype(bias_dtype)})()
-    d = v5.defines_for(Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, DEV,
-                            contract.Epilogue(bias, 1.0, activation)))
-    sass = inspect.kernel_sass(str(V5.compile("sm_90a", d).cubin_path), V5.kernel).splitlines()
+    d, cubin = _rule_build(m, n, k, contract.Epilogue(bias, 1.0, activation))
+    sass = inspect.kernel_sass(cubin, V5.kernel).splitlines()
     return d, [ln for ln in sass if re.search(r"/\*[0-9a-f]{4,}\*/\s+\S", ln)]
 
 
