@@ -507,13 +507,8 @@ def test_the_overlap_is_built_only_where_every_unit_is_a_whole_128_by_256_tile(m
     cfg = {**V5.defines, "EPI_OVERLAP": 2}
     assert v5.epi_overlap(m, n, k, cfg, DEV) == overlap
     assert v5.epi_overlap(m, n, k, V5.defines, DEV) == 0  # shipped: off (measured slower)
-    d = V5.variant(EPI_OVERLAP=2).defines_for(Call(None, None, _Arr(0), m, n, k, cfg, DEV))
+    d = V5.variant(EPI_OVERLAP=2).defines_for(Call(None, None, _Ptr(0), m, n, k, cfg, DEV))
     assert d["EPI_OVERLAP"] == overlap and (d["EPI_DEFER"] == 0 or not overlap)
-
-
-class _Arr:
-    def __init__(self, ptr):
-        self.data = type("D", (), {"ptr": ptr})()
 
 
 @pytest.mark.parametrize("m, n, out_ptr, path", [
@@ -521,13 +516,13 @@ class _Arr:
     (100, 1002, 0x1000, "direct"), (100, 4096, 0x1002, "direct"), (4096, 4097, 0x1000, "direct")])
 def test_c_goes_through_tma_only_where_a_tensor_map_can_describe_it(m, n, out_ptr, path):
     assert v5.c_path(m, n, out_ptr) == path
-    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(out_ptr), m, n, 4096, V5.defines,
+    call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(out_ptr), m, n, 4096, V5.defines,
                 gpu.REFERENCE_DEVICE, contract.PLAIN)
     assert v5.defines_for(call)["TMA_STORE"] == (path == "tma")
 
 
 def test_the_epilogue_is_compiled_in_and_the_plain_gemm_carries_none():
-    call = Call(_Arr(0), _Arr(0), _Arr(0), 4096, 4096, 4096, V5.defines, gpu.REFERENCE_DEVICE, contract.PLAIN)
+    call = Call(_Ptr(0), _Ptr(0), _Ptr(0), 4096, 4096, 4096, V5.defines, gpu.REFERENCE_DEVICE, contract.PLAIN)
     d = v5.defines_for(call)
     assert (d["ACT"], d["BIAS"], d["PARTIAL"]) == (0, 0, 0)
     bias = type("B", (), {"dtype": np.dtype(np.float32)})()
@@ -607,7 +602,7 @@ def test_the_fixup_is_built_only_where_the_kernel_splits(m, n, k):
     """STREAMK per call, as in v4: the build with the stream-K fixup exactly where the kernel's
     rule splits (streamk_pays, checked against the kernel in tests/test_schedule.py); every other
     call runs the STREAMK=0 build. A STREAMK=0 variant never splits."""
-    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, k, V5.defines, gpu.REFERENCE_DEVICE,
+    call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), m, n, k, V5.defines, gpu.REFERENCE_DEVICE,
                 contract.PLAIN)
     assert v5.defines_for(call)["STREAMK"] == int(v5.streamk_pays(m, n, k, V5.defines, DEV))
     call.cfg = {**V5.defines, "STREAMK": 0}
@@ -802,7 +797,7 @@ def test_the_swap_takes_only_the_unsplit_decode_tiles_of_one_wave(shape, swap, b
 def test_the_shipped_swap_is_for_activations_at_m_up_to_32(m, n, activation, swap):
     """SWAP_AB=2 (shipped), per call: swapped where the epilogue has an activation, M <= 32 and the
     rule allows it (`swapped`); the per-call defines then say SWAP_AB=1 and the direct store."""
-    call = Call(_Arr(0x1000), _Arr(0x1000), _Arr(0x1000), m, n, 4096, V5.defines, DEV,
+    call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), m, n, 4096, V5.defines, DEV,
                 contract.Epilogue(None, 1.0, activation))
     d = v5.defines_for(call)
     assert d["SWAP_AB"] == int(swap) and (d["TMA_STORE"] == 0 or not swap)
