@@ -68,7 +68,11 @@ run() {
   (( limit > left )) && limit=$left
   local t=$(date +%s)
   echo "===== $name: $*" >>"$LOG"
-  timeout --kill-after=5 "$limit" "$@" >>"$LOGS/$name.log" 2>&1
+  # pytest (the suite's slices) is stopped by SIGINT: it then ends the session as if interrupted,
+  # so its summary and its JUnit XML (each finished test's time) still get written
+  local sig=TERM grace=5
+  [[ " $* " == *" pytest "* ]] && sig=INT grace=30
+  timeout --signal=$sig --kill-after=$grace "$limit" "$@" >>"$LOGS/$name.log" 2>&1
   echo "===== $name rc=$? $(( $(date +%s) - t ))s" | tee -a "$LOG"
   tail -n 4 "$LOGS/$name.log" >>"$LOG"
   return 0
@@ -87,10 +91,12 @@ case ${1:-} in
   suite)
     order=${ORDER:-file} parts=${PARTS:-8}
     if [ -n "${PART:-}" ]; then
-      run "suite-$order-${PART/:/-}" "${STEP_S:-520}" $PYTEST --order "$order" --part "$PART" tests/
+      run "suite-$order-${PART/:/-}" "${STEP_S:-520}" $PYTEST --order "$order" --part "$PART" \
+        --junitxml "$LOGS/junit-$order-${PART/:/-}.xml" tests/
     else
       for k in $(seq 1 "$parts"); do
-        run "suite-$order-$k-of-$parts" "${STEP_S:-520}" $PYTEST --order "$order" --part "$k/$parts" tests/ &
+        run "suite-$order-$k-of-$parts" "${STEP_S:-520}" $PYTEST --order "$order" --part "$k/$parts" \
+          --junitxml "$LOGS/junit-$order-$k-of-$parts.xml" tests/ &
       done
       wait
     fi ;;

@@ -44,11 +44,13 @@ def test_the_suite_runs_as_slices_that_cover_the_order(tmp_path, order, parts):
     slices = sorted(re.search(r"--part (\S+)", s).group(1) for s in out)
     assert slices == [f"{k}/{parts}" for k in range(1, int(parts) + 1)]
     assert all(f"--order {order}" in s and s.endswith("tests/") for s in out)
+    # each slice writes its own JUnit XML (every finished test's time), even when cut by its limit
+    assert len({re.search(r"--junitxml (\S+)", s).group(1) for s in out}) == int(parts)
 
 
 def test_a_range_of_the_order_runs_alone(tmp_path):
     out = steps(dry("suite", tmp_path, ORDER="reverse", PART="258:410").stdout)
-    assert len(out) == 1 and "--order reverse --part 258:410 tests/" in out[0]
+    assert len(out) == 1 and "--order reverse --part 258:410 " in out[0] and out[0].endswith(" tests/")
 
 
 def test_the_checks_judge_every_epilogue_under_every_sanitizer(tmp_path):
