@@ -17,13 +17,13 @@
 #   suite     the whole suite in ORDER (file, the default, or reverse) as PARTS (8) contiguous slices
 #             at once (tests/conftest.py's --part), each its own process with its own kernel cache:
 #             a cold cache costs one slice's builds in parallel, not the suite's in series. The
-#             slices hold equal counts of tests, not equal times: test_v5.py's knob builds fill
-#             ~260 tests at the end of the file order (the start of the reversed one) that took
-#             ~500 s in one process beside six others (final_device.sh owed35b, 2026-12-03), so fewer than 8 slices leave one past a
-#             call. With 8 in file order (350c7b0, 2026-12-03) slices 1-7 took 15-199 s and the 8th was cut at
-#             550 s after 194 of its 212 tests; `PART=1674:` finished it in a second call (167 s): the end of
-#             test_v5.py holds its slowest builds (66 s and 45 s for one test each). With PART=START:STOP, that range of the order alone (to finish a cut slice: each
-#             slice prints its first item's index and how to resume it after its collection).
+#             slices hold equal shares of the time each test took here (TIMES, by default
+#             tests/suite_times_h200.json; TIMES= for equal counts), because the time is not
+#             spread evenly: in 16 equal-count slices at c122e27 (2026-12-03) fifteen took 17-232 s
+#             and the 16th, the end of test_v5.py with its knob builds, was cut at 500 s after 75 of
+#             its 106 tests. Each slice writes its JUnit XML to the logs; scripts/suite_times.py
+#             merges them into TIMES. With PART=START:STOP, that range of the order alone (to
+#             finish a cut slice: each slice prints its first item's index and how to resume it).
 #   checks    v5 (correctness only): the whole verify sweep with every epilogue case, the issue's odd
 #             shapes with every epilogue case 20 times with fresh inputs, and memcheck, racecheck and
 #             synccheck with every epilogue case on odd, stream-K, split-in-pairs and paired shapes
@@ -89,13 +89,14 @@ PYTEST="python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10
 
 case ${1:-} in
   suite)
-    order=${ORDER:-file} parts=${PARTS:-8}
+    order=${ORDER:-file} parts=${PARTS:-8} times=()
+    [ -f "${TIMES-tests/suite_times_h200.json}" ] && times=(--part-times "${TIMES-tests/suite_times_h200.json}")
     if [ -n "${PART:-}" ]; then
       run "suite-$order-${PART/:/-}" "${STEP_S:-520}" $PYTEST --order "$order" --part "$PART" \
         --junitxml "$LOGS/junit-$order-${PART/:/-}.xml" tests/
     else
       for k in $(seq 1 "$parts"); do
-        run "suite-$order-$k-of-$parts" "${STEP_S:-520}" $PYTEST --order "$order" --part "$k/$parts" \
+        run "suite-$order-$k-of-$parts" "${STEP_S:-520}" $PYTEST --order "$order" --part "$k/$parts" "${times[@]}" \
           --junitxml "$LOGS/junit-$order-$k-of-$parts.xml" tests/ &
       done
       wait

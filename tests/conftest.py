@@ -5,13 +5,18 @@ alone and fails after another one is a bug in the code it tests (state leaking b
 `--part K/N` then keeps the K-th of N contiguous slices of that order, and `--part START:STOP` the
 items START to STOP-1 of it (0-based, either end may be left out), so one order can run over several
 processes, or resume where a cut run stopped (the H200's calls are capped at 600 s, and the whole
-suite in reversed order takes longer there).
+suite in reversed order takes longer there). With `--part-times FILE` (seconds per test, as
+scripts/suite_times.py writes it from JUnit XML) the K/N slices hold equal shares of the suite's
+time instead of equal counts: on the H200 the last 106 tests of the file order took longer than
+the other 1,586 together (tests/suite_times_h200.json).
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
+import statistics
 
 import pytest
 
@@ -35,22 +40,57 @@ def pytest_configure(config):
 def pytest_addoption(parser):
     parser.addoption("--order", default="file", help="file (default), reverse, or shuffle:SEED")
     parser.addoption("--part", default="1/1", help="K/N: the K-th of N contiguous slices of the order; START:STOP: those items of it")
+    parser.addoption("--part-times", default="", metavar="FILE",
+                     help="JSON of seconds per test id: K/N slices then hold equal shares of time, not of count")
 
 
-def part_slice(n_items: int, part: str) -> slice:
+def part_slice(n_items: int, part: str, weights: list[float] | None = None) -> slice:
     """The K-th of N contiguous slices of n_items ("K/N", 1 <= K <= N: the N slices cover every
-    item once, in order, and differ in length by at most one), or items START to STOP-1
-    ("START:STOP", 0-based, either end may be left out)."""
+    item once, in order, and differ in length by at most one; with `weights`, one per item, each
+    slice ends where the running sum comes nearest to K/N of the total instead), or items START to
+    STOP-1 ("START:STOP", 0-based, either end may be left out)."""
     m = re.fullmatch(r"(\d+)/(\d+)", part.strip())
     if m and 1 <= int(m.group(1)) <= int(m.group(2)):
         k, n = int(m.group(1)), int(m.group(2))
-        return slice((k - 1) * n_items // n, k * n_items // n)
+        if weights is None:
+            return slice((k - 1) * n_items // n, k * n_items // n)
+        if len(weights) != n_items:
+            raise ValueError(f"{len(weights)} weights for {n_items} items")
+        return slice(_weighted_end(weights, k - 1, n), _weighted_end(weights, k, n))
     m = re.fullmatch(r"(\d*):(\d*)", part.strip())
     if m and part.strip() != ":":
         start, stop = int(m.group(1) or 0), min(int(m.group(2) or n_items), n_items)
         if start <= stop:
             return slice(min(start, n_items), stop)
     raise pytest.UsageError(f"--part takes K/N with 1 <= K <= N, or START:STOP, got {part!r}")
+
+
+def _weighted_end(weights: list[float], k: int, n: int) -> int:
+    """Where slice k of n (0-based) ends, and slice k + 1 starts: the item count whose running
+    sum of weights is nearest k / n of the total (the first such count on a tie), never before
+    the previous slice's end, so the slices stay contiguous and cover every item once."""
+    if k <= 0:
+        return 0
+    if k >= n:
+        return len(weights)
+    target, run, best, best_gap = sum(weights) * k / n, 0.0, 0, None
+    for i, w in enumerate(weights + [0.0]):
+        gap = abs(run - target)
+        if best_gap is None or gap < best_gap:
+            best, best_gap = i, gap
+        run += w
+    return max(best, _weighted_end(weights, k - 1, n))
+
+
+def part_weights(items, path: str) -> list[float]:
+    """Each item's seconds from the JSON at `path` ({"seconds": {test id: s}}); a test the file
+    does not name (new since it was measured) weighs the mean of those it does (most tests take
+    no time, so the median would call a new GPU test free)."""
+    with open(path) as f:
+        seconds = json.load(f)["seconds"]
+    known = [seconds[it.nodeid] for it in items if it.nodeid in seconds]
+    default = statistics.fmean(known) if known else 1.0
+    return [float(seconds.get(it.nodeid, default)) for it in items]
 
 
 _PART = pytest.StashKey[str]()
@@ -60,7 +100,8 @@ def part_note(start: int, stop: int, n_items: int, order: str) -> str:
     """The line a sliced run prints after collection: which items of the order it runs, and how
     to resume it where a time limit cut it (the slice's start plus the tests it finished)."""
     return (f"--part: items {start} to {stop - 1} of {n_items} in {order} order; a run cut short "
-            f"resumes with --order {order} --part {start}+F: (F = the tests it finished)")
+            f"resumes with --order {order} --part {start}+F: (F = the tests it finished; a module "
+            f"skipped whole at collection is not one)")
 
 
 def pytest_report_collectionfinish(config, start_path, items):
@@ -97,9 +138,14 @@ def pytest_collection_modifyitems(config, items):
         random.Random(int(order.partition(":")[2] or 0)).shuffle(items)
     elif order != "file":
         raise pytest.UsageError(f"--order takes file, reverse or shuffle:SEED, got {order!r}")
-    keep = part_slice(len(items), config.getoption("--part"))
+    times = config.getoption("--part-times")
+    weights = part_weights(items, times) if times else None
+    keep = part_slice(len(items), config.getoption("--part"), weights)
     if (keep.start, keep.stop) != (0, len(items)):
         config.stash[_PART] = part_note(keep.start, keep.stop, len(items), order)
+        if weights:
+            config.stash[_PART] += (f"; by {times}, {sum(weights[keep]):.0f} s of the order's "
+                                    f"{sum(weights):.0f} s")
         config.hook.pytest_deselected(items=items[:keep.start] + items[keep.stop:])
         items[:] = items[keep]
     ok, why = gpu.available()

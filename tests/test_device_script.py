@@ -46,6 +46,9 @@ def test_the_suite_runs_as_slices_that_cover_the_order(tmp_path, order, parts):
     assert all(f"--order {order}" in s and s.endswith("tests/") for s in out)
     # each slice writes its own JUnit XML (every finished test's time), even when cut by its limit
     assert len({re.search(r"--junitxml (\S+)", s).group(1) for s in out}) == int(parts)
+    # slices of equal time by the times measured on the H200, or of equal count with TIMES=
+    assert all("--part-times tests/suite_times_h200.json" in s for s in out)
+    assert not any("--part-times" in s for s in steps(dry("suite", tmp_path, ORDER=order, PARTS=parts, TIMES="").stdout))
 
 
 def test_a_range_of_the_order_runs_alone(tmp_path):

@@ -642,6 +642,78 @@ def test_part_slices_cover_the_order_once():
             part_slice(10, bad)
 
 
+def test_slices_by_time_cover_the_order_once_and_share_its_time():
+    """`--part K/N --part-times FILE`: slices weighted by each test's measured seconds still cover
+    every item once, in order, and each holds about 1/N of the time, where equal counts would
+    put one slow tail in one slice (as the end of test_v5.py is on the H200)."""
+    import random
+    from conftest import part_slice
+    rng = random.Random(7)
+    for n_items in (0, 1, 5, 300):
+        weights = [rng.choice([0.0, 0.01, 0.5]) for _ in range(n_items)]
+        weights[n_items * 3 // 4:] = [rng.uniform(5, 40) for _ in weights[n_items * 3 // 4:]]
+        for n in (1, 2, 3, 8):
+            cuts = [part_slice(n_items, f"{k}/{n}", weights) for k in range(1, n + 1)]
+            assert [i for c in cuts for i in range(n_items)[c]] == list(range(n_items)), (n_items, n)
+            if n_items == 300:
+                shares = [sum(weights[c]) for c in cuts]
+                # no slice is further from an equal share than the largest single test
+                assert max(abs(x - sum(weights) / n) for x in shares) <= max(weights), shares
+                counted = [sum(weights[part_slice(n_items, f"{k}/{n}")]) for k in range(1, n + 1)]
+                assert n == 1 or max(shares) < max(counted)
+    with pytest.raises(ValueError):
+        part_slice(3, "1/2", [1.0])
+
+
+def test_suite_times_reads_pytests_junit_xml(tmp_path):
+    """scripts/suite_times.py turns JUnit XML into {"seconds": {test id: s}} with pytest's own
+    ids (what --part-times looks up), skips a module skipped whole, and merges into the file."""
+    import json
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    try:
+        import suite_times
+    finally:
+        sys.path.pop(0)
+    xml = tmp_path / "run.xml"
+    xml.write_text('<testsuites><testsuite>'
+                   '<testcase classname="tests.test_v5" name="test_a[x-1]" time="12.345"/>'
+                   '<testcase classname="tests.test_tools" name="test_b" time="0.5"><skipped/></testcase>'
+                   '<testcase time="0.001"><skipped/></testcase>'
+                   '</testsuite></testsuites>')
+    out = tmp_path / "times.json"
+    out.write_text(json.dumps({"note": "old", "seconds": {"tests/test_v5.py::test_a[x-1]": 1.0,
+                                                         "tests/test_gpu.py::test_c": 3.0}}))
+    import os
+    cwd = os.getcwd()
+    os.chdir(root)  # test ids are paths from the repository's root
+    try:
+        assert suite_times.main([str(out), str(xml)]) == 0
+    finally:
+        os.chdir(cwd)
+    assert json.loads(out.read_text())["seconds"] == {
+        "tests/test_gpu.py::test_c": 3.0, "tests/test_tools.py::test_b": 0.5,
+        "tests/test_v5.py::test_a[x-1]": 12.35}
+
+
+def test_the_shipped_suite_times_name_tests_that_exist():
+    """tests/suite_times_h200.json (what scripts/device.sh slices the suite by) names tests of
+    this suite by the ids pytest gives them; most of the suite is in it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    seconds = json.loads((root / "tests" / "suite_times_h200.json").read_text())["seconds"]
+    ids = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "tests/"], cwd=root, capture_output=True, text=True, timeout=300).stdout
+    ids = {line.strip() for line in ids.splitlines() if "::" in line}
+    assert len(set(seconds) & ids) > 0.9 * len(ids)
+    assert all(t >= 0 for t in seconds.values())
+
+
 def test_a_sliced_run_says_where_it_starts_and_how_to_resume():
     """A run with --part prints, after collection, which items of the order it runs (0-based,
     the numbers `--part START:STOP` takes), so that a run cut by a time limit resumes at its
@@ -660,3 +732,18 @@ def test_a_sliced_run_says_where_it_starts_and_how_to_resume():
     assert "resumes with --order reverse --part 2+F:" in sliced.stdout
     whole = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120)
     assert whole.returncode == 0 and "--part:" not in whole.stdout
+    # by time: one test said to take as long as all the others puts it alone in its half
+    ids = [line.strip() for line in subprocess.run(cmd + ["--collect-only"], cwd=root, capture_output=True,
+                                                    text=True, timeout=120).stdout.splitlines() if "::" in line]
+    import json
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"seconds": {**{i: 1.0 for i in ids}, ids[-1]: len(ids) - 1.0}}, f)
+    try:
+        timed = subprocess.run(cmd + ["--part", "2/2", "--part-times", f.name], cwd=root, capture_output=True,
+                               text=True, timeout=120)
+    finally:
+        Path(f.name).unlink()
+    assert timed.returncode == 0, timed.stdout[-2000:]
+    assert f"--part: items {len(ids) - 1} to {len(ids) - 1} of {len(ids)} in file order" in timed.stdout
+    assert f", {len(ids) - 1} s of the order's {2 * len(ids) - 2} s" in timed.stdout
