@@ -37,6 +37,8 @@
 #   ablation  v4's ablation ladder (published; the rung names are in stages/v4_swizzle_pipeline/why.py)
 #   probe     scripts/overlap_probe.py: knob variants judged against float64 on VERIFY shapes, then
 #             timed in interleaved rounds on SHAPES (env: VARIANTS, SHAPES, VERIFY, EPILOGUES, ROUNDS)
+#   cpu       scripts/cpu_probe.py on the host's cores (no GPU): the CPU baseline and numpy by thread
+#             count, and the baseline's block sizes around the shipped ones (env: SIZES, ROUNDS)
 #   ncu       Nsight Compute's warp-state samples per SASS instruction of one launch (the second) of
 #             SPEC at M N K (env; EPILOGUE optional, KERNEL a regex of the kernel's name), boost
 #             clocks as the bench runs; summarised by scripts/ncu_sass_summary.py
@@ -129,6 +131,9 @@ case ${1:-} in
     run probe "${STEP_S:-400}" python3 scripts/overlap_probe.py --variants "${VARIANTS:?VARIANTS=v5,K=V,...}" \
       --shapes "${SHAPES:?SHAPES=MxNxK,...}" --verify-shapes "${VERIFY:-999x1001x1000,33x2048x1000,130x5000x5000}" \
       --epilogues "${EPILOGUES:-plain,bias+gelu}" --rounds "${ROUNDS:-5}" --out "$LOGS/probe" ;;
+  cpu)
+    run cpu-probe "${STEP_S:-300}" python3 scripts/cpu_probe.py --shapes "${SIZES:-1024,2048}" \
+      --rounds "${ROUNDS:-5}" --out "$LOGS/cpu-probe.json" ;;
   ncu)
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     tag="${SPEC:?SPEC=stage}-${M:?}x${N:?}x${K:?}"
