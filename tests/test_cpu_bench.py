@@ -132,3 +132,28 @@ def test_module_imports_neither_matplotlib_nor_bench():
             "bad = [m for m in ('matplotlib', 'stages.tools.bench') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_cpu_probe_times_threads_and_blockings_and_checks_each_output(tmp_path):
+    """scripts/cpu_probe.py (device.sh `cpu`): one row per thread count and per block size, each
+    with its output's error against float64, and the shipped block sizes restored after."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "probe.json"
+    run = subprocess.run([sys.executable, "scripts/cpu_probe.py", "--out", str(out), "--shapes", "96",
+                          "--rounds", "1", "--pause", "0"], cwd=root, capture_output=True, text=True,
+                         timeout=600, env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    rec = json.loads(out.read_text())
+    rows = rec["rows"]
+    import importlib
+    import numba
+    g = importlib.import_module("cpu_reference.gemm")
+    shipped = [g.MC, g.KC, g.NC]
+    threads = {r["threads"] for r in rows if r["kind"] == "numba" and r["blocking"] == shipped}
+    assert max(threads) == numba.config.NUMBA_NUM_THREADS and 1 in threads
+    blockings = [tuple(r["blocking"]) for r in rows if r["threads"] == max(threads) and r["kind"] == "numba"]
+    assert len(set(blockings)) >= 10
+    assert all(r["rel_err"] < 1e-5 and r["ms_best"] > 0 for r in rows)
+    assert any(r["kind"].startswith("numpy") for r in rows)
