@@ -136,7 +136,7 @@ def test_module_imports_neither_matplotlib_nor_bench():
 
 def test_the_cpu_probe_times_threads_and_blockings_and_checks_each_output(tmp_path):
     """scripts/cpu_probe.py (device.sh `cpu`): one row per thread count and per block size, each
-    with its output's error against float64, and the shipped block sizes restored after."""
+    with its output's error against float64."""
     import json
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
