@@ -73,7 +73,11 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((192, 8192, 4096), (64, 256, 5, 1)),
     ((192, 5120, 4096), (64, 128, 8, 1)),     # 64 x 128 fits one wave: no 64 x 256
     ((160, 8192, 4104), (128, 256, 4, 1)),    # rows that start mid-sector: 2 x 2 clusters
-    ((300, 4096, 4096), (128, 128, 6, 1)),    # M > 192: as before
+    ((300, 4096, 4096), (64, 192, 6, 1)),     # M > 192: one wave of 64 x 192 (110 tiles); 128 x 128 fills 96 SMs
+    ((257, 4096, 4096), (64, 192, 6, 1)),
+    ((384, 4096, 8192), (64, 192, 6, 1)),     # 132 tiles
+    ((448, 4096, 4096), (128, 128, 6, 1)),    # 64 x 192 would need 154 tiles
+    ((384, 3000, 4096), (128, 128, 6, 1)),    # 96 tiles of 64 x 192: under 3/4 of the wave (not timed)
     ((129, 14336, 4096), (192, 128, 4, 1)),   # 64 x 256 would need a second wave: one row of 192 x 128
     ((192, 12288, 4096), (192, 128, 4, 1)),
     ((150, 16384, 4096), (192, 128, 4, 1)),
@@ -883,6 +887,25 @@ def test_the_192_row_tile_holds_the_a_rows_that_exist(m, a_rows):
     """M 129-184 on a 192-row tile: A_ROWS is M rounded up to 8 (more than 128, so only the last
     warpgroup reads B's rows as its padding); any other M keeps whole 192-row A tiles."""
     assert v5.a_rows_for(m, 192, {**V5.defines, "AUTO": 0}) == a_rows
+
+
+# M past 256 where 64 x 128 tiles need a second wave: one wave of 64 x 192 (SHAPES.md "M past 256"):
+# odd N (direct stores), a partial last k-block, K % 8 != 0 (the padded copy), 132 tiles
+WIDE64_SHAPES = [(257, 4095, 4096), (300, 4096, 1000), (260, 4600, 777), (384, 4096, 1032)]
+
+
+def test_m_past_256_takes_one_wave_of_64_by_192():
+    assert [v5.shape_config(*s, V5.defines, DEV)[:2] for s in WIDE64_SHAPES] == [(64, 192)] * 4
+
+
+@pytest.mark.hopper
+def test_the_rules_64_by_192_tiles_are_right(runnable):
+    """M past 256 (the rule's 64 x 192 tiles, one consumer warpgroup, stores in passes of 64
+    columns) on its shapes, and as a knob (AUTO=0) on the odd shapes with their stream-K and
+    split-K partials, every epilogue case."""
+    st = runnable("v5_fused_epilogue")
+    _right_with_every_epilogue(st, WIDE64_SHAPES)
+    _right_with_every_epilogue(st.variant(AUTO=0, BM=64, BN=192, STAGES=v5.TILES[(64, 192)]), ODD)
 
 
 @pytest.mark.hopper

@@ -26,7 +26,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
 # 232,448 B of an H200 block (largest: 231,488 B, 128 x 256 with a bias; tests/test_v5.py checks).
 TILES = {(128, 256): 4, (128, 192): 5, (128, 144): 6, (128, 128): 6, (128, 112): 6, (128, 64): 8,
-         (64, 256): 5, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16,
+         (64, 256): 5, (64, 192): 6, (64, 128): 8, (64, 112): 9, (64, 64): 13, (64, 32): 16,
          (192, 128): 4}  # (M 129-192 on a wide weight, A_ROWS = M rounded up to 8: SHAPES.md "M just past 128")
 # Decode (the 64 x 128 tile, M <= 32): a ring buffer holds only the A rows that exist (kernel.cu
 # A_ROWS, 16 or 32 of the 64), so 11 or 10 buffers fit where 8 of 24 KiB did.
@@ -420,6 +420,19 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if splits == 1 and cdiv(m, 64) * cdiv(n, 64) <= sms:  # unsplit: 64 x 64 where they fit the wave
             return 64, 64, TILES[(64, 64)], 1, 1, 1, 1, False
         return 64, 128, TILES[(64, 128)], cdiv(nkt, cdiv(nkt, splits)), 1, 1, 1, False  # (no empty split)
+    if 3 * sms <= 4 * cdiv(m, 64) * cdiv(n, 192) <= 4 * sms:
+        # 64 x 128 tiles would need a second wave and 128 x 128 ones leave SMs idle (M 257-384 at
+        # N = 4096: 96 of 132): one wave, at least three quarters full, of 64 x 192 tiles gives
+        # each SM 3/4 of a 128 x 128 tile's work (one consumer warpgroup, m64n192k16).
+        # Measured where they make 108-132 tiles (results/probes/20261203T224849-nvidia-h200-
+        # bn192-probe.json and T224917 (bn192-wide), 5 interleaved rounds, us, 128 x 128 ->
+        # 64 x 192 (cuBLAS): 257 x 4096 x 4096 27.3 -> 23.1 (22.5), 320 x 4096 x 4096 27.3 -> 23.3
+        # (24.5), 384 x 4096 x 4096 27.5 -> 24.0 (25.3), 384 x 4096 x 8192 52.4 -> 40.8 (41.7),
+        # 200 x 5000 x 4096 27.6 -> 23.7 (24.8), 500 x 3072 x 4096 27.6 -> 25.3 (23.3),
+        # 300 x 4096 x 2048 17.6 -> 15.1 (14.0), 300 x 4096 x 1000 15.6 -> 14.2 (11.2); with
+        # bias + gelu 29.2-29.5 -> 24.0-25.0 at M 257-384). Fewer tiles were not timed: 128 x 128
+        # keeps them (with SK_FILL sharing the units where it pays, 384 x 3000 x 6016).
+        return 64, 192, TILES[(64, 192)], 1, 1, 1, 1, False
     return 128, 128, TILES[(128, 128)], 1, 1, 1, 1, False
 
 
