@@ -13,6 +13,7 @@ scripts/device.sh's header).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -68,19 +69,15 @@ def part_slice(n_items: int, part: str, weights: list[float] | None = None) -> s
 
 def _weighted_end(weights: list[float], k: int, n: int) -> int:
     """Where slice k of n (0-based) ends, and slice k + 1 starts: the item count whose running
-    sum of weights is nearest k / n of the total (the first such count on a tie), never before
-    the previous slice's end, so the slices stay contiguous and cover every item once."""
-    if k <= 0:
-        return 0
+    sum of weights is nearest k / n of the total (the first such count on a tie). The weights are
+    not negative, so the running sums never fall and these ends never go back as k grows: the
+    slices stay contiguous and cover every item once (the last ends after the last item, even
+    one that weighs nothing)."""
     if k >= n:
         return len(weights)
-    target, run, best, best_gap = sum(weights) * k / n, 0.0, 0, None
-    for i, w in enumerate(weights + [0.0]):
-        gap = abs(run - target)
-        if best_gap is None or gap < best_gap:
-            best, best_gap = i, gap
-        run += w
-    return max(best, _weighted_end(weights, k - 1, n))
+    prefix = [0.0, *itertools.accumulate(weights)]
+    target = prefix[-1] * k / n
+    return min(range(len(prefix)), key=lambda i: abs(prefix[i] - target))
 
 
 def part_weights(items, path: str) -> list[float]:

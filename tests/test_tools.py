@@ -661,6 +661,11 @@ def test_slices_by_time_cover_the_order_once_and_share_its_time():
                 assert max(abs(x - sum(weights) / n) for x in shares) <= max(weights), shares
                 counted = [sum(weights[part_slice(n_items, f"{k}/{n}")]) for k in range(1, n + 1)]
                 assert n == 1 or max(shares) < max(counted)
+    # items that weigh nothing at either end still fall in a slice
+    for weights in ([40.0, 0.0], [0.0, 40.0], [0.0, 0.0, 0.0]):
+        for n in (1, 2, 3):
+            cuts = [part_slice(len(weights), f"{k}/{n}", weights) for k in range(1, n + 1)]
+            assert [i for c in cuts for i in range(len(weights))[c]] == list(range(len(weights)))
     with pytest.raises(ValueError):
         part_slice(3, "1/2", [1.0])
 
