@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 import cpu_reference
+from stages.tools.cpu_bench import _operands, _rel_err as rel_err
 
 G = importlib.import_module("cpu_reference.gemm")  # the module (cpu_reference.gemm is its function)
 
@@ -68,10 +69,6 @@ def timed(call, rounds: int, pause: float) -> list[float]:
     return out
 
 
-def rel_err(c, ref) -> float:
-    return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -94,9 +91,7 @@ def main() -> int:
         print(json.dumps(r), flush=True)
 
     for size in [int(s) for s in args.shapes.split(",")]:
-        rng = np.random.default_rng(secrets.randbits(63))
-        a = rng.standard_normal((size, size), dtype=np.float32).astype(np.float16).astype(np.float32)
-        b = rng.standard_normal((size, size), dtype=np.float32).astype(np.float16).astype(np.float32)
+        a, b = _operands(size, size, size, secrets.randbits(63))
         ref = a.astype(np.float64) @ b.astype(np.float64).T
         c = np.full((size, size), np.nan, np.float32)
         for threads in counts:

@@ -93,8 +93,8 @@ PYTEST="python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10
 
 case ${1:-} in
   suite)
-    order=${ORDER:-file} parts=${PARTS:-8} times=()
-    [ -f "${TIMES-tests/suite_times_h200.json}" ] && times=(--part-times "${TIMES-tests/suite_times_h200.json}")
+    order=${ORDER:-file} parts=${PARTS:-8} tf=${TIMES-tests/suite_times_h200.json} times=()
+    [ -f "$tf" ] && times=(--part-times "$tf")
     if [ -n "${PART:-}" ]; then
       run "suite-$order-${PART/:/-}" "${STEP_S:-520}" $PYTEST --order "$order" --part "$PART" \
         --junitxml "$LOGS/junit-$order-${PART/:/-}.xml" tests/
