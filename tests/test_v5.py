@@ -82,6 +82,15 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((192, 12288, 4096), (192, 128, 4, 1)),
     ((150, 16384, 4096), (192, 128, 4, 1)),
     ((129, 16897, 4096), (128, 256, 4, 1)),   # 192 x 128 would need a second wave too
+    ((513, 11008, 4096), (192, 128, 4, 1)),   # M 513-576: 192-row tiles, 258 of them, the last wave 95% full
+    ((384, 14336, 4096), (192, 128, 4, 1)),   # M 321-384: 224 tiles, the last wave 70% full
+    ((513, 4096, 14336), (192, 128, 4, 1)),   # one wave, 73% full
+    ((320, 14336, 4096), (128, 256, 4, 1)),   # the last 192-row tile would hold 128 of 192 real rows
+    ((513, 14336, 4096), (128, 256, 4, 1)),   # 336 tiles: three waves (timed only with the third 55% full)
+    ((513, 16384, 4096), (128, 256, 4, 1)),   # the same, 384 tiles
+    ((513, 8192, 8192), (128, 256, 4, 1)),    # 192 tiles: the second wave 45% full
+    ((513, 11008, 4104), (128, 256, 4, 1)),   # rows that start mid-sector
+    ((704, 11008, 4096), (128, 256, 4, 1)),   # M > 576 (not timed)
     ((180, 14336, 4104), (128, 256, 4, 1)),   # rows that start mid-sector: pairs of 128 x 256
 ])
 def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
@@ -906,6 +915,25 @@ def test_the_rules_64_by_192_tiles_are_right(runnable):
     st = runnable("v5_fused_epilogue")
     _right_with_every_epilogue(st, WIDE64_SHAPES)
     _right_with_every_epilogue(st.variant(AUTO=0, BM=64, BN=192, STAGES=v5.TILES[(64, 192)]), ODD)
+
+
+# M 321-384 and 513-576 on a wide weight or a long K, where 192-row tiles fill one or two waves
+# (SHAPES.md "M past 320"): odd N (direct stores), a partial last k-block, K % 8 != 0 (the padded
+# copy), one wave (560 x 4095), stream-K in the last wave (330 x 14336 x 4096)
+MID192_SHAPES = [(545, 11001, 1008), (383, 14336, 13), (560, 4095, 80), (330, 14336, 4096)]
+
+
+def test_m_past_320_takes_192_row_tiles_on_a_wide_weight():
+    assert [v5.shape_config(*s, V5.defines, DEV)[:2] for s in MID192_SHAPES] == [(192, 128)] * 4
+    assert [v5.a_rows_for(s[0], 192, V5.defines) for s in MID192_SHAPES] == [192] * 4
+    assert [v5.streamk_pays(*s, V5.defines, DEV) for s in MID192_SHAPES] == [False, False, False, True]
+
+
+@pytest.mark.hopper
+def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
+    """M 321-384 and 513-576: the rule's 192 x 128 tiles with whole 192-row A boxes, partial last
+    tile rows, stream-K in the last wave, every epilogue case."""
+    _right_with_every_epilogue(runnable("v5_fused_epilogue"), MID192_SHAPES)
 
 
 @pytest.mark.hopper

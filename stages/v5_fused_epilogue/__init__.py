@@ -359,6 +359,20 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # ... and where those need a second wave: one row of 192 x 128 tiles (three consumer
         # warpgroups), holding only the A rows that exist (a_rows_for)
         return 192, 128, TILES[(192, 128)], 1, 1, 1, 1, False
+    t192 = cdiv(m, 192) * cdiv(n, 128)
+    if tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
+            and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms:
+        # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
+        # 192 x 128 tiles fill one or two waves, the last at least two thirds full: the 128-row
+        # tiles of the rule before computed up to 127 rows that do not exist, over a partial wave.
+        # Measured against the rule before (results/probes/20261204T031911-nvidia-h200-mid192-
+        # confirm.json, 4 interleaved rounds, us, plain, before -> 192 x 128 (cuBLAS)):
+        # 513 x 11008 x 4096 88.0 -> 74.1 (64.9), 576 x 11008 x 4096 88.3 -> 74.1 (72.2),
+        # 545 x 11001 x 4096 97.1 -> 76.9, 384 x 14336 x 4096 80.8 -> 76.2 (64.8), 352 x ... 80.0
+        # -> 77.2, 513 x 4096 x 14336 132.8 -> 114.8 (85.6), 544 x 4096 x 8192 69.0 -> 67.9; within
+        # 1% at 4096 x 4096 and 8192 x 8192 (513, 550, 576; 384); 1.1% slower at 321 x 14336 x 4096
+        # (80.5 -> 81.4). SHAPES.md "M past 320: 192-row tiles on a wide weight".
+        return 192, 128, TILES[(192, 128)], 1, 1, 1, 1, False
     # Where 128 x 128 tiles would need a second wave and K is whole k-blocks (rows a multiple of
     # 128 bytes): 128 x 144 where its tiles fit one wave (a smaller tile per SM than 128 x 192's,
     # stored directly), else 128 x 192 where its tiles fill 70-100% of one
