@@ -16,12 +16,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def nodeid(classname: str, name: str) -> str:
+ROOT = Path(__file__).resolve().parents[1]  # pytest's ids are paths from the repository's root
+
+
+def nodeid(classname: str, name: str, root: Path = ROOT) -> str:
     """pytest's test id from a JUnit testcase: "tests.test_v5" + "test_x[a]" ->
-    "tests/test_v5.py::test_x[a]" (a class inside the module stays a :: part)."""
+    "tests/test_v5.py::test_x[a]" (a class inside the module stays a :: part; the module is the
+    longest prefix that is a file under `root`, wherever this runs from)."""
     parts = classname.split(".")
     for cut in range(len(parts), 0, -1):
-        if Path(*parts[:cut]).with_suffix(".py").exists() or cut == 1:
+        if root.joinpath(*parts[:cut]).with_suffix(".py").exists() or cut == 1:
             module = "/".join(parts[:cut]) + ".py"
             return "::".join([module, *parts[cut:], name])
     raise AssertionError("unreachable")

@@ -693,7 +693,7 @@ def test_suite_times_reads_pytests_junit_xml(tmp_path):
                                                          "tests/test_gpu.py::test_c": 3.0}}))
     import os
     cwd = os.getcwd()
-    os.chdir(root)  # test ids are paths from the repository's root
+    os.chdir(tmp_path)  # the ids are paths from the repository's root, wherever it runs from
     try:
         assert suite_times.main([str(out), str(xml)]) == 0
     finally:
