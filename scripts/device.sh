@@ -29,6 +29,8 @@
 #   checks    v5 (correctness only): the whole verify sweep with every epilogue case, the odd
 #             shapes with every epilogue case 20 times with fresh inputs, and memcheck, racecheck and
 #             synccheck with every epilogue case on odd, stream-K, split-in-pairs and paired shapes
+#   sanitize  memcheck, racecheck and synccheck at once, every epilogue case, of v5 on SHAPES (MxNxK,
+#             comma- or space-separated), as the rule builds it or with knobs (SET="AUTO=0 BM=192 ...")
 #   stress    `stages stress` for every stage (random shapes, sanitizers, repeats, concurrency,
 #             hostile calls, special values, leaks, faults), published, alone on the GPU
 #   publish   the published benches, alone on the GPU: the main job (every stage, cuBLAS and the CPU
@@ -111,6 +113,17 @@ case ${1:-} in
     run v5-racecheck 480 compute-sanitizer --tool racecheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN --epilogue all &
     (run v5-memcheck 240 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN --epilogue all
      run v5-synccheck 200 compute-sanitizer --tool synccheck --error-exitcode 3 python3 -m stages verify v5_fused_epilogue $SAN --epilogue all) &
+    wait ;;
+  sanitize)
+    shapes=${SHAPES:-}
+    [ -n "$shapes" ] || { echo "sanitize needs SHAPES=MxNxK,... (and SET=\"K=V ...\" for a knob build)"; exit 2; }
+    args=(); for kv in ${SET:-}; do args+=(--set "$kv"); done
+    for sh in ${shapes//,/ }; do args+=(--shape "$sh"); done
+    for tool in memcheck racecheck synccheck; do
+      api=(); [ "$tool" = memcheck ] && api=(--report-api-errors no)  # (cuda-python's cuGetProcAddress probes)
+      run "v5-$tool" "${STEP_S:-400}" compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 3 \
+        python3 -m stages verify v5_fused_epilogue "${args[@]}" --epilogue all &
+    done
     wait ;;
   stress)
     run stress "${STEP_S:-520}" python3 -m stages stress --publish --budget $(( ${STEP_S:-520} - 40 )) ;;

@@ -64,6 +64,15 @@ def test_the_checks_judge_every_epilogue_under_every_sanitizer(tmp_path):
     assert any("--repeat 20" in s for s in out)
 
 
+def test_sanitize_runs_the_three_tools_on_the_named_shapes_and_knobs(tmp_path):
+    assert dry("sanitize", tmp_path).returncode == 2  # (SHAPES named, or it says so)
+    out = steps(dry("sanitize", tmp_path, SHAPES="400x6400x1024,130x300x200", SET="AUTO=0 BM=192").stdout)
+    tools = {re.search(r"--tool (\w+)", s).group(1) for s in out}
+    assert tools == {"memcheck", "racecheck", "synccheck"} and len(out) == 3
+    assert all("--set AUTO=0 --set BM=192 --shape 400x6400x1024 --shape 130x300x200 --epilogue all" in s for s in out)
+    assert sum("--report-api-errors no" in s for s in out) == 1
+
+
 def test_publish_and_stress_publish(tmp_path):
     for mode in ("publish", "stress"):
         out = steps(dry(mode, tmp_path).stdout)
