@@ -548,7 +548,7 @@ def check_config(c: dict) -> None:
         (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
                              and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"]),
          "BM 192 with BN <= 128 and no cluster, SPLIT_CLUSTER, SWAP_AB=1 or EPI_OVERLAP (three consumer warpgroups of 152 registers)"),
-        (c["BN"] in (16, 32, 64, 112, 128, 144, 192, 256), "BN 16, 32, 64, 112, 128, 144, 192 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (16, 32, 64, 112, 128, 136, 144, 176, 192, 200, 256), "BN 16, 32, 64, 112, 128, 136, 144, 176, 192, 200 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
@@ -756,8 +756,8 @@ SK_MIN_IDLE = 12
 
 def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
-    if split_cluster(m, n, k, c, dev) > 1 or swapped(m, n, k, c, dev):  # (kernel.cu: no stream-K with
-        return False                                                     # SPLIT_CLUSTER or SWAP_AB)
+    if split_cluster(m, n, k, c, dev) > 1:  # (kernel.cu: no stream-K with SPLIT_CLUSTER)
+        return False
     units, workers = _workers(m, n, k, c, dev)
     splits = shape_config(m, n, k, c, dev)[3]
     if units < workers:  # the grid sk_fills chose: every unit is split
