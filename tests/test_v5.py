@@ -600,7 +600,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"EPI_DEFER": 3}, "EPI_DEFER"),
     ({"EPI_OVERLAP": 4}, "EPI_OVERLAP 0, 1, 2 or 3"),
     ({"AUTO": 0, "SWAP_AB": 1, "SPLIT_K": 2}, "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1"),
-    ({"AUTO": 0, "SWAP_AB": 1, "CLUSTER_M": 2}, "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no cluster"),
+    ({"AUTO": 0, "SWAP_AB": 1, "EPI_OVERLAP": 1}, "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),
     ({"NARROW_N": 2}, "NARROW_N 0 or 1")])

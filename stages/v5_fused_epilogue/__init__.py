@@ -571,9 +571,9 @@ def check_config(c: dict) -> None:
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
         (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (decode tiles of C^T with the operands swapped where the rule runs unsplit decode tiles: 1 always, 2 with an activation and M <= 32, 0 never)"),
-        (c["SWAP_AB"] != 1 or c["AUTO"] or (c["BM"] != 192 and c["SPLIT_K"] == 1 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1
+        (c["SWAP_AB"] != 1 or c["AUTO"] or (c["BM"] != 192 and c["SPLIT_K"] == 1
                                              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
-         "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no cluster, SPLIT_CLUSTER and EPI_OVERLAP (the swapped tile loop)"),
+         "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP (the swapped tile loop)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
         (c["NARROW_N"] in (0, 1), "NARROW_N 0 or 1 (1: tiles of 16 or 32 columns where N <= 32 and M > 64, AUTO=1)"),

@@ -132,8 +132,8 @@
 // rows. The epilogue adds the bias per tile row (a column of C) and stores the tile transposed,
 // directly (tile column j is row j of C). Only the plain tile loop: no split, no stream-K, no
 // cluster, no TMA store.
-#if SWAP_AB && (TMA_STORE || PARTIAL || CLUSTER_M > 1 || CLUSTER_N > 1 || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
-#error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, no cluster, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
+#if SWAP_AB && (TMA_STORE || PARTIAL || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
+#error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
 #endif
 #define A_BYTES (A_ROWS * BK * 2)             // one A tile in shared memory
 #define B_BYTES (BN * BK * 2)
