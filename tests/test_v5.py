@@ -84,11 +84,12 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((129, 16897, 4096), (128, 256, 4, 1)),   # 192 x 128 would need a second wave too
     ((513, 11008, 4096), (192, 128, 4, 1)),   # M 513-576: 192-row tiles, 258 of them, the last wave 95% full
     ((384, 14336, 4096), (192, 128, 4, 1)),   # M 321-384: 224 tiles, the last wave 70% full
-    ((513, 4096, 14336), (192, 128, 4, 1)),   # one wave, 73% full
-    ((320, 14336, 4096), (128, 256, 4, 1)),   # the last 192-row tile would hold 128 of 192 real rows
+    ((513, 4096, 14336), (128, 136, 6, 1)),   # swapped: four tiles of x in pairs, one wave (192 x 128: one wave, 73% full)
+    ((320, 14336, 4096), (128, 176, 5, 1)),   # swapped: two tiles of x (the last 192-row tile would hold 128 of 192 real rows)
+    ((320, 14336, 4104), (128, 256, 4, 1)),   # rows that start mid-sector: not swapped
     ((513, 14336, 4096), (128, 256, 4, 1)),   # 336 tiles: three waves (timed only with the third 55% full)
     ((513, 16384, 4096), (128, 256, 4, 1)),   # the same, 384 tiles
-    ((513, 8192, 8192), (128, 256, 4, 1)),    # 192 tiles: the second wave 45% full
+    ((513, 8192, 8192), (128, 136, 6, 1)),    # swapped: four tiles of x in pairs (192 x 128: the second wave 45% full)
     ((513, 11008, 4104), (128, 256, 4, 1)),   # rows that start mid-sector
     ((704, 11008, 4096), (128, 256, 4, 1)),   # M > 576 (not timed)
     ((180, 14336, 4104), (128, 256, 4, 1)),   # rows that start mid-sector: pairs of 128 x 256
@@ -935,6 +936,60 @@ def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
     """M 321-384 and 513-576: the rule's 192 x 128 tiles with whole 192-row A boxes, partial last
     tile rows, stream-K in the last wave, every epilogue case."""
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), MID192_SHAPES)
+
+
+# M 257-576 with the operands swapped (PREFILL_SWAP, SHAPES.md "Prefill with the operands swapped"):
+# odd N, a partial last k-block, three tiles of x alone, pairs over one wave and two, 176 and 200
+PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 8191, 8192), (513, 4096, 4160),
+                       (400, 14336, 4096)]
+
+
+@pytest.mark.parametrize("shape, tile", [
+    ((257, 14336, 4096), (136, 2)), ((272, 14336, 4096), (136, 2)), ((257, 8192, 8192), (136, 2)),
+    ((385, 11008, 4096), (136, 1)), ((400, 14336, 4096), (200, 2)), ((320, 14336, 4096), (176, 2)),
+    ((513, 4096, 14336), (136, 2)), ((257, 14335, 4096), (136, 2)), ((385, 11001, 4112), (136, 1)),
+    ((300, 8191, 8192), (176, 2)), ((513, 4096, 4160), (136, 2)),
+    ((257, 4096, 14336), None),   # 64 tiles: under 90% of a wave
+    ((513, 11008, 4096), None),   # the 192-row tiles: within 3/4 of theirs
+    ((384, 14336, 4096), None), ((330, 14336, 4096), None),
+    ((512, 14336, 4096), None),   # more than two waves
+    ((256, 14336, 4096), None),   # M <= 256
+    ((257, 14336, 4104), None),   # rows that start mid-sector
+    ((257, 14336, 2048), None),   # under 64 k-blocks
+    ((600, 14336, 4096), None)])  # M > 576
+def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
+    """PREFILL_SWAP=1 (shipped): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of
+    x make an even number of them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
+    c = V5.defines
+    assert v5.swapped(*shape, c, DEV) == (tile is not None)
+    assert not v5.swapped(*shape, {**c, "PREFILL_SWAP": 0}, DEV)
+    if tile:
+        bn, cn = tile
+        assert v5.shape_config(*shape, c, DEV) == (128, bn, v5.PREFILL_SWAP_RING[bn], 1)
+        assert v5.cluster_for(*shape, c, DEV) == (1, cn)
+        assert v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
+        assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
+        for act in (None, "gelu"):
+            call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+            d = v5.defines_for(call)
+            assert (d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (1, 0, 0, cn)
+
+
+def test_the_prefill_swap_rings_fit():
+    """PREFILL_SWAP_RING: the ring depth of each swapped prefill tile fits the H200's 232,448 B with
+    an fp32 bias (the largest epilogue stage)."""
+    for bn, stages in v5.PREFILL_SWAP_RING.items():
+        d = {**V5.defines, "AUTO": 0, "BM": 128, "BN": bn, "STAGES": stages, "A_ROWS": 128, "ACT": 2, "BIAS": 2,
+             "TMA_STORE": 0, "STREAMK": 0, "SWAP_AB": 1, "CLUSTER_N": 2, "EDGE_SHIFT": 0, "EPI_DEFER": 0}
+        smem = V5.compile("sm_90a", d).constant("gemm_smem_bytes", 0)
+        assert 0 < smem <= 232_448, (bn, stages, smem)
+
+
+@pytest.mark.hopper
+def test_the_rules_prefill_swap_is_right(runnable):
+    """M 257-576: the rule's swapped tiles (136, 176, 200; pairs and alone), stored transposed,
+    the bias per tile row, every epilogue case."""
+    _right_with_every_epilogue(runnable("v5_fused_epilogue"), PREFILL_SWAP_SHAPES)
 
 
 @pytest.mark.hopper

@@ -20,7 +20,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -321,13 +321,55 @@ def _swap_bn(m: int) -> int:
     return 16 if m <= 16 else 32 if m <= 32 else 64
 
 
+# Prefill with the operands swapped (PREFILL_SWAP=1, shipped): at M 257-1025 cuBLAS's kernels
+# tile the rows of x in widths that are multiples of 8, not 64 (nvjet_sm90_hsh_128x136_64x6_1x2,
+# 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms the second size is x's; ncu on the
+# H200, results/probes/20261204T044700-nvidia-h200-cublas-prefill-names.json, which shape ran
+# which not recorded), where v5's rule computed 128- or 192-row tiles of C, up to 127 rows of them
+# past M. So C^T's tiles: 128 rows of the weight by x's rows cut into near-equal tiles. The rule
+# swaps where the rows of x fit t = 2, 3 or 4 tiles of 136, 176 or 200 (no tile empty, fewer rows
+# than 128-row tiles of C compute), those tiles fill at least 90% of one wave and at most two
+# (pairs sharing the weight's rows by multicast where t is even: CLUSTER_N = 2), K is at least 64
+# k-blocks and its rows start on a sector; of those, the t with
+# the fewest rows of x per SM (waves x width), and against the 192-row tiles where those apply
+# only at 3/4 of theirs. Measured (results/probes/20261204T051605-nvidia-h200-prefill-swap.json and
+# T052018 (prefill-swap-cluster), 4 interleaved rounds, us, the rule before -> swapped (cuBLAS)):
+# 257 x 14336 x 4096 86.1 -> 58.8 (52.7), 272 x 14336 x 4096 85.8 -> 59.5 (53.9), 257 x 8192 x
+# 8192 73.8 -> 55.6 (54.4), 385 x 11008 x 4096 83.9 -> 62.9 (53.3; three tiles of 136, alone),
+# 400 x 14336 x 4096 92.8 -> 81.1 (77.9), 320 x 14336 x 4096 81.9 -> 73.3 (62.9; 176),
+# 513 x 4096 x 14336 117.4 -> 94.5 (88.6; four of 136). Slower where they were not picked:
+# 257 x 4096 x 14336 (64 tiles) 64.6 -> 82.0, 513 x 11008 x 4096 (the 192-row tiles) 74.4 -> 85.9,
+# 384 x 14336 x 4096 77.9 -> 85.2. Stream-K over the swapped tiles lost (61.3 against 58.8) and
+# is not built with them. SHAPES.md "Prefill with the operands swapped".
+PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
+
+
+def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
+    """(BN, CLUSTER_N, waves x BN) of the swapped prefill tile for the call (above), or None."""
+    if not 256 < m <= 576 or sector_misaligned(k) or cdiv(k, 64) < 64:
+        return None
+    best, w = None, cdiv(n, 128)
+    for t in (2, 3, 4):
+        bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)
+        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:  # (a tile past M; no fewer
+            continue                                                          # rows than 128-row tiles)
+        cn = 2 if t % 2 == 0 else 1
+        ctas = w * t
+        waves = cdiv(cdiv(ctas, cn), dev.clusters(cn))
+        if 10 * ctas < 9 * dev.sm_count or waves > 2:
+            continue
+        if best is None or waves * bn < best[2]:
+            best = (bn, cn, waves * bn)
+    return best
+
+
 SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (64, 64): 12, (64, 128): 7}
 
 
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
           cluster_split: bool = True, swap: bool = False, narrow_n: bool = False,
-          tall: bool = True) -> tuple[int, int, int, int, int, int, int, bool]:
+          tall: bool = True, prefill_swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
     (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
@@ -360,6 +402,12 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # warpgroups), holding only the A rows that exist (a_rows_for)
         return 192, 128, TILES[(192, 128)], 1, 1, 1, 1, False
     t192 = cdiv(m, 192) * cdiv(n, 128)
+    mid192 = tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
+        and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms
+    ps = _prefill_swap(m, n, k, dev) if prefill_swap else None
+    if ps and (not mid192 or 4 * ps[2] <= 3 * 192 * cdiv(t192, sms)):
+        # M 257-576 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x
+        return 128, ps[0], PREFILL_SWAP_RING[ps[0]], 1, 1, ps[1], 1, True
     if tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
             and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
@@ -467,14 +515,15 @@ def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     alone = c["CLUSTER_M"] * c["CLUSTER_N"] == 1  # (the swapped, small-N and 192-row tiles run unclustered)
     swap = c["SWAP_AB"] == 1 and alone
     return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
-                       bool(c["NARROW_N"]) and alone, alone))
+                       bool(c["NARROW_N"]) and alone, alone, bool(c["PREFILL_SWAP"]) and alone and c["SWAP_AB"] != 0))
 
 
 def swap_wanted(call: Call) -> int:
     """SWAP_AB as a call asks for it: 1 where SWAP_AB=1, or where SWAP_AB=2 (shipped) and the
-    epilogue has an activation and M <= 32; else 0. (`swapped` then says where the rule allows.)"""
-    s = call.cfg["SWAP_AB"]
-    return int(s == 1 or (s == 2 and call.epilogue.activation is not None and call.m <= 32))
+    epilogue has an activation and M <= 32, or M > 64 (the prefill swap, PREFILL_SWAP); else 0.
+    (`swapped` then says where the rule allows.)"""
+    s, m = call.cfg["SWAP_AB"], call.m
+    return int(s == 1 or (s == 2 and (m > 64 or (call.epilogue.activation is not None and m <= 32))))
 
 
 def swapped(m: int, n: int, k: int, c: dict, dev) -> bool:
@@ -588,6 +637,7 @@ def check_config(c: dict) -> None:
          "SPLIT_CLUSTER > 1 with AUTO=0 needs CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
+        (c["PREFILL_SWAP"] in (0, 1), "PREFILL_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 257-576 where they fit, AUTO=1)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -756,8 +806,8 @@ SK_MIN_IDLE = 12
 
 def streamk_pays(m: int, n: int, k: int, c: dict, dev) -> bool:
     """Whether the kernel splits this call's last wave by stream-K (its streamk_units > 0)."""
-    if split_cluster(m, n, k, c, dev) > 1:  # (kernel.cu: no stream-K with SPLIT_CLUSTER)
-        return False
+    if split_cluster(m, n, k, c, dev) > 1 or swapped(m, n, k, c, dev):  # (kernel.cu: no stream-K with
+        return False                                                     # SPLIT_CLUSTER or SWAP_AB)
     units, workers = _workers(m, n, k, c, dev)
     splits = shape_config(m, n, k, c, dev)[3]
     if units < workers:  # the grid sk_fills chose: every unit is split
@@ -806,7 +856,7 @@ def edge_shift(m: int, n: int, k: int, c: dict, dev, streamk: bool | None = None
     """kernel.cu's EDGE_SHIFT for a call: 0 where configured 0 or where stream-K splits a unit; 1
     where configured 1; by shape (-1, shipped) 1 where every unit runs in one wave. `streamk`:
     streamk_pays for the call, where the caller has it (defines_for), else computed here."""
-    if c["EDGE_SHIFT"] == 0:
+    if c["EDGE_SHIFT"] == 0 or (m > 64 and swapped(m, n, k, c, dev)):  # (the swapped prefill tiles: measured without)
         return 0
     if streamk is None:
         streamk = streamk_pays(m, n, k, c, dev)

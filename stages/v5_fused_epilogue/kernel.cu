@@ -130,10 +130,11 @@
 // are the call's N, M): each tile is a BM x BN tile of C^T = W x^T, the weight's rows on the
 // wgmma's 64-row side and the few rows of x its N (16, 32 or 64), so no wgmma computes padding
 // rows. The epilogue adds the bias per tile row (a column of C) and stores the tile transposed,
-// directly (tile column j is row j of C). Only the plain tile loop: no split, no stream-K, no
-// cluster, no TMA store.
-#if SWAP_AB && (TMA_STORE || PARTIAL || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
-#error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
+// directly (tile column j is row j of C). Only the plain tile loop: no split, no stream-K, no TMA
+// store. Prefill (M 257-576, the host's PREFILL_SWAP) swaps too: x's rows cut into 2-4 tiles of
+// 136, 176 or 200, in pairs along the row of C^T's tiles (CLUSTER_N = 2: the weight's rows shared).
+#if SWAP_AB && (TMA_STORE || PARTIAL || STREAMK || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
+#error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, STREAMK=0, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
 #endif
 #define A_BYTES (A_ROWS * BK * 2)             // one A tile in shared memory
 #define B_BYTES (BN * BK * 2)
@@ -1012,10 +1013,11 @@ __device__ __forceinline__ void wgmma_m64n144k16(float (&d)[72], unsigned long l
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-// N = 136, 176 and 200: C^T's tiles with the operands swapped past decode (SWAP_AB=1, AUTO=0):
-// the rows of x split into near-equal tiles of a multiple of 8 (257-272 rows: two of 136; 385-400:
-// two of 200; 513-528: three of 176), as cuBLAS's nvjet_sm90_hsh_128x136/128x200/128x176 kernels
-// run those shapes (SHAPES.md "Prefill with the operands swapped").
+// N = 136, 176 and 200: C^T's tiles with the operands swapped past decode (PREFILL_SWAP):
+// the rows of x split into near-equal tiles of a multiple of 8 (257-272 rows: two of 136; 320: two
+// of 176; 400: two of 200; 385: three of 136; 513: four of 136; the host's rule picks by the waves
+// they make), as cuBLAS's nvjet_sm90_hsh_128x136/128x176/128x200 kernels
+// do at such shapes (SHAPES.md "Prefill with the operands swapped").
 __device__ __forceinline__ void wgmma_m64n136k16(float (&d)[68], unsigned long long desc_a,
                                                  unsigned long long desc_b, int scale_d) {
   asm volatile(
