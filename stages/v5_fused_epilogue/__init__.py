@@ -20,7 +20,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 1}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -321,7 +321,8 @@ def _swap_bn(m: int) -> int:
     return 16 if m <= 16 else 32 if m <= 32 else 64
 
 
-# Prefill with the operands swapped (PREFILL_SWAP=1, shipped): at M 257-1025 cuBLAS's kernels
+# Prefill with the operands swapped (PREFILL_SWAP=1, a knob: off as shipped, 0, until the rule's
+# own builds have run on the H200; its knob builds below have): at M 257-1025 cuBLAS's kernels
 # tile the rows of x in widths that are multiples of 8, not 64 (nvjet_sm90_hsh_128x136_64x6_1x2,
 # 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms the second size is x's; ncu on the
 # H200, results/probes/20261204T044700-nvidia-h200-cublas-prefill-names.json, which shape ran
@@ -514,16 +515,22 @@ def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     """_auto's answer for a call under the configuration c (AUTO=1)."""
     alone = c["CLUSTER_M"] * c["CLUSTER_N"] == 1  # (the swapped, small-N and 192-row tiles run unclustered)
     swap = c["SWAP_AB"] == 1 and alone
+    # The prefill swap's pairs: a call's own defines (plan, geometry: the configuration merged with
+    # defines_for's answer) say SWAP_AB=1 and CLUSTER_N=2, and must get the same answer again
+    prefill = bool(c["PREFILL_SWAP"]) and c["SWAP_AB"] != 0 and c["CLUSTER_M"] == 1 and (alone or c["SWAP_AB"] == 1)
     return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
-                       bool(c["NARROW_N"]) and alone, alone, bool(c["PREFILL_SWAP"]) and alone and c["SWAP_AB"] != 0))
+                       bool(c["NARROW_N"]) and alone, alone, prefill))
 
 
 def swap_wanted(call: Call) -> int:
     """SWAP_AB as a call asks for it: 1 where SWAP_AB=1, or where SWAP_AB=2 (shipped) and the
-    epilogue has an activation and M <= 32, or M > 64 (the prefill swap, PREFILL_SWAP); else 0.
-    (`swapped` then says where the rule allows.)"""
-    s, m = call.cfg["SWAP_AB"], call.m
-    return int(s == 1 or (s == 2 and (m > 64 or (call.epilogue.activation is not None and m <= 32))))
+    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP=1 (both with AUTO=1: the
+    rule decides); else 0. (`swapped` then says where the rule allows.)"""
+    c, m = call.cfg, call.m
+    if c["SWAP_AB"] == 1:
+        return 1
+    return int(c["SWAP_AB"] == 2 and bool(c["AUTO"]) and ((m > 64 and bool(c["PREFILL_SWAP"]))
+                                                          or (call.epilogue.activation is not None and m <= 32)))
 
 
 def swapped(m: int, n: int, k: int, c: dict, dev) -> bool:
