@@ -331,9 +331,8 @@ def _swap_bn(m: int) -> int:
 # swaps where the rows of x fit t = 2, 3 or 4 tiles of 136, 176 or 200 (no tile empty, fewer rows
 # than 128-row tiles of C compute), those tiles fill at least 90% of one wave and at most two
 # (pairs sharing the weight's rows by multicast where t is even: CLUSTER_N = 2), K is at least 64
-# k-blocks and its rows start on a sector; of those, the t with
-# the fewest rows of x per SM (waves x width), and against the 192-row tiles where those apply
-# only at 3/4 of theirs. Measured (results/probes/20261204T051605-nvidia-h200-prefill-swap.json and
+# k-blocks and its rows start on a sector; of those, the t with the fewest rows of x per SM
+# (waves x width), and against the 192-row tiles where those apply only at 3/4 of theirs. Measured (results/probes/20261204T051605-nvidia-h200-prefill-swap.json and
 # T052018 (prefill-swap-cluster), 4 interleaved rounds, us, the rule before -> swapped (cuBLAS)):
 # 257 x 14336 x 4096 86.1 -> 58.8 (52.7), 272 x 14336 x 4096 85.8 -> 59.5 (53.9), 257 x 8192 x
 # 8192 73.8 -> 55.6 (54.4), 385 x 11008 x 4096 83.9 -> 62.9 (53.3; three tiles of 136, alone),
@@ -409,8 +408,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     if ps and (not mid192 or 4 * ps[2] <= 3 * 192 * cdiv(t192, sms)):
         # M 257-576 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x
         return 128, ps[0], PREFILL_SWAP_RING[ps[0]], 1, 1, ps[1], 1, True
-    if tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
-            and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms:
+    if mid192:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
         # 192 x 128 tiles fill one or two waves, the last at least two thirds full: the 128-row
         # tiles of the rule before computed up to 127 rows that do not exist, over a partial wave.
