@@ -84,11 +84,11 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((129, 16897, 4096), (128, 256, 4, 1)),   # 192 x 128 would need a second wave too
     ((513, 11008, 4096), (192, 128, 4, 1)),   # M 513-576: 192-row tiles, 258 of them, the last wave 95% full
     ((384, 14336, 4096), (192, 128, 4, 1)),   # M 321-384: 224 tiles, the last wave 70% full
-    ((513, 4096, 14336), (192, 128, 4, 1)),   # one wave, 73% full (PREFILL_SWAP=1: swapped, below)
-    ((320, 14336, 4096), (128, 256, 4, 1)),   # the last 192-row tile would hold 128 of 192 real rows
+    ((513, 4096, 14336), (128, 136, 6, 1)),   # swapped (PREFILL_SWAP, below): four tiles of x's rows; 192 x 128 filled 73%
+    ((320, 14336, 4096), (128, 176, 5, 1)),   # swapped: two tiles of 176 (the last 192-row tile would hold 128 real rows)
     ((513, 14336, 4096), (128, 256, 4, 1)),   # 336 tiles: three waves (timed only with the third 55% full)
     ((513, 16384, 4096), (128, 256, 4, 1)),   # the same, 384 tiles
-    ((513, 8192, 8192), (128, 256, 4, 1)),    # 192 tiles: the second wave 45% full
+    ((513, 8192, 8192), (128, 136, 6, 1)),    # swapped: 256 tiles in pairs (128 x 256: 160 tiles, stream-K)
     ((513, 11008, 4104), (128, 256, 4, 1)),   # rows that start mid-sector
     ((704, 11008, 4096), (128, 256, 4, 1)),   # M > 576 (not timed)
     ((180, 14336, 4104), (128, 256, 4, 1)),   # rows that start mid-sector: pairs of 128 x 256
@@ -939,15 +939,19 @@ def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
 
 # M 257-576 with the operands swapped (PREFILL_SWAP, SHAPES.md "Prefill with the operands swapped"):
 # odd N, a partial last k-block, three tiles of x alone, pairs over one wave and two, 176 and 200
-PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 8191, 8192), (513, 4096, 4160),
-                       (400, 14336, 4096)]
+PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192), (513, 4096, 4160),
+                       (400, 14336, 4096), (545, 8191, 8192), (513, 4095, 4096)]
 
 
 @pytest.mark.parametrize("shape, tile", [
     ((257, 14336, 4096), (136, 2)), ((272, 14336, 4096), (136, 2)), ((257, 8192, 8192), (136, 2)),
     ((385, 11008, 4096), (136, 1)), ((400, 14336, 4096), (200, 2)), ((320, 14336, 4096), (176, 2)),
     ((513, 4096, 14336), (136, 2)), ((257, 14335, 4096), (136, 2)), ((385, 11001, 4112), (136, 1)),
-    ((300, 8191, 8192), (176, 2)), ((513, 4096, 4160), (136, 2)), ((513, 8192, 8192), (136, 2)),
+    ((300, 14335, 8192), (176, 2)), ((513, 4096, 4160), (136, 2)), ((513, 8192, 8192), (136, 2)),
+    ((385, 8192, 8192), (200, 2)), ((288, 14336, 8192), (176, 2)), ((300, 14336, 4096), (176, 2)),
+    ((260, 11008, 4096), None),   # 172 tiles of 136 in two waves: 128 x 256 fits one (129 tiles)
+    ((300, 11008, 4096), None), ((272, 11008, 8192), None),
+    ((300, 8191, 8192), None),    # 128 x 192 fits one wave too (129 tiles), two of 176 per column no better
     ((448, 4096, 4096), None),    # four tiles of 136 would compute 544 rows, 128-row tiles 512
     ((257, 4096, 14336), None),   # 64 tiles: under 90% of a wave
     ((513, 11008, 4096), None),   # the 192-row tiles: within 3/4 of theirs
@@ -958,11 +962,12 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 8191, 8192)
     ((257, 14336, 2048), None),   # under 64 k-blocks
     ((600, 14336, 4096), None)])  # M > 576
 def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
-    """PREFILL_SWAP=1 (a knob, off as shipped until its rule's own builds run on the H200): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of
+    """PREFILL_SWAP=1 (shipped): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of
     x make an even number of them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
-    c = {**V5.defines, "PREFILL_SWAP": 1}
+    c = V5.defines
+    assert c["PREFILL_SWAP"] == 1
     assert v5.swapped(*shape, c, DEV) == (tile is not None)
-    assert not v5.swapped(*shape, V5.defines, DEV)  # (off as shipped)
+    assert not v5.swapped(*shape, {**c, "PREFILL_SWAP": 0}, DEV)
     if tile:
         bn, cn = tile
         assert v5.shape_config(*shape, c, DEV) == (128, bn, v5.PREFILL_SWAP_RING[bn], 1)
@@ -975,7 +980,7 @@ def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
             assert (d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (1, 0, 0, cn)
 
 
-@pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 1}, {"PREFILL_SWAP": 1, "SWAP_AB": 0}, {"SWAP_AB": 1},
+@pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1, "SWAP_AB": 0}, {"SWAP_AB": 1},
                                  {"AUTO": 0, "BM": 64, "BN": 128, "STAGES": 8, "SPLIT_CLUSTER": 2}])
 @pytest.mark.parametrize("shape", [(257, 14336, 4096), (385, 11008, 4096), (513, 4096, 14336), (16, 14336, 4096),
                                    (1, 4096, 4096), (1000, 1000, 1000), (4096, 4096, 4096), (513, 11008, 4096),
@@ -1014,9 +1019,9 @@ def test_the_prefill_swap_rings_fit():
 
 @pytest.mark.hopper
 def test_the_rules_prefill_swap_is_right(runnable):
-    """M 257-576 with PREFILL_SWAP=1: the rule's swapped tiles (136, 176, 200; pairs and alone), stored transposed,
-    the bias per tile row, every epilogue case."""
-    _right_with_every_epilogue(runnable("v5_fused_epilogue").variant(PREFILL_SWAP=1), PREFILL_SWAP_SHAPES)
+    """M 257-576 (PREFILL_SWAP=1, shipped): the rule's swapped tiles (136, 176, 200; pairs and alone, one
+    wave and two), stored transposed, the bias per tile row, every epilogue case."""
+    _right_with_every_epilogue(runnable("v5_fused_epilogue"), PREFILL_SWAP_SHAPES)
 
 
 @pytest.mark.hopper

@@ -20,7 +20,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 0}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -321,8 +321,7 @@ def _swap_bn(m: int) -> int:
     return 16 if m <= 16 else 32 if m <= 32 else 64
 
 
-# Prefill with the operands swapped (PREFILL_SWAP=1, a knob: off as shipped, 0, until the rule's
-# own builds have run on the H200; its knob builds below have): at M 257-1025 cuBLAS's kernels
+# Prefill with the operands swapped (PREFILL_SWAP=1, shipped; 0 turns it off): at M 257-1025 cuBLAS's kernels
 # tile the rows of x in widths that are multiples of 8, not 64 (nvjet_sm90_hsh_128x136_64x6_1x2,
 # 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms the second size is x's; ncu on the
 # H200, results/probes/20261204T044700-nvidia-h200-cublas-prefill-names.json, which shape ran
@@ -405,9 +404,13 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     mid192 = tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
         and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms
     ps = _prefill_swap(m, n, k, dev) if prefill_swap else None
-    if ps and (not mid192 or 4 * ps[2] <= 3 * 192 * cdiv(t192, sms)):
-        # M 257-576 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x
-        return 128, ps[0], PREFILL_SWAP_RING[ps[0]], 1, 1, ps[1], 1, True
+    if ps:
+        # M 257-576 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
+        # where their rows of x per SM (waves x BN) are at most 4/5 of the tile the rule would
+        # pick otherwise (waves x BM x BN / 128, whole waves: its stream-K did not balance them)
+        bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, False)
+        if 5 * ps[2] * 128 * splits <= 4 * cdiv(cdiv(m, bm) * cdiv(n, bn) * splits, sms) * bm * bn:
+            return 128, ps[0], PREFILL_SWAP_RING[ps[0]], 1, 1, ps[1], 1, True
     if mid192:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
         # 192 x 128 tiles fill one or two waves, the last at least two thirds full: the 128-row
