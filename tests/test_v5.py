@@ -940,7 +940,7 @@ def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
 # M 257-576 with the operands swapped (PREFILL_SWAP, SHAPES.md "Prefill with the operands swapped"):
 # odd N, a partial last k-block, three tiles of x alone, pairs over one wave and two, 176 and 200
 PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192), (513, 4096, 4160),
-                       (400, 14336, 4096), (545, 8191, 8192), (513, 4095, 4096)]
+                       (400, 14336, 4096), (300, 8191, 8192), (513, 4095, 4096), (352, 14335, 4096)]
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -951,11 +951,16 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
     ((385, 8192, 8192), (200, 2)), ((288, 14336, 8192), (176, 2)), ((300, 14336, 4096), (176, 2)),
     ((260, 11008, 4096), None),   # 172 tiles of 136 in two waves: 128 x 256 fits one (129 tiles)
     ((300, 11008, 4096), None), ((272, 11008, 8192), None),
-    ((300, 8191, 8192), None),    # 128 x 192 fits one wave too (129 tiles), two of 176 per column no better
+    ((300, 8191, 8192), (176, 2)),  # 128 x 192 fits one wave too (129 tiles): 176 rows of x per SM against 192
+    ((300, 12288, 4096), None),   # 2 waves of pairs of 176 against 144 tiles of 128 x 256 (1.09 waves)
+    ((545, 8192, 8192), None), ((576, 8192, 4096), None),  # three tiles of 200 alone (lost)
+    ((352, 13824, 4096), (176, 2)), ((260, 16384, 8192), (136, 2)), ((400, 12288, 4096), (200, 2)),
+    ((390, 11008, 8192), (136, 1)), ((400, 5120, 4096), (136, 1)), ((513, 4096, 4096), (136, 2)),
+    ((544, 4096, 4096), (136, 2)), ((320, 14336, 14336), (176, 2)), ((352, 14336, 4096), (176, 2)),
     ((448, 4096, 4096), None),    # four tiles of 136 would compute 544 rows, 128-row tiles 512
     ((257, 4096, 14336), None),   # 64 tiles: under 90% of a wave
     ((513, 11008, 4096), None),   # the 192-row tiles: within 3/4 of theirs
-    ((384, 14336, 4096), None), ((330, 14336, 4096), None),
+    ((384, 14336, 4096), None), ((330, 14336, 4096), (176, 2)),
     ((512, 14336, 4096), None),   # more than two waves
     ((256, 14336, 4096), None),   # M <= 256
     ((257, 14336, 4104), None),   # rows that start mid-sector

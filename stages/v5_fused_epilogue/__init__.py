@@ -353,6 +353,8 @@ def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
         if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:  # (a tile past M; no fewer
             continue                                                          # rows than 128-row tiles)
         cn = 2 if t % 2 == 0 else 1
+        if cn == 1 and bn > 136:  # (200 alone lost: 545 x 8192 x 8192, 576 x 8192 x 4096)
+            continue
         ctas = w * t
         waves = cdiv(cdiv(ctas, cn), dev.clusters(cn))
         if 10 * ctas < 9 * dev.sm_count or waves > 2:
@@ -406,10 +408,13 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     ps = _prefill_swap(m, n, k, dev) if prefill_swap else None
     if ps:
         # M 257-576 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
-        # where their rows of x per SM (waves x BN) are at most 4/5 of the tile the rule would
-        # pick otherwise (waves x BM x BN / 128, whole waves: its stream-K did not balance them)
+        # where their rows of x per SM (waves x BN) are no more than the tile the rule would pick
+        # otherwise leaves each SM: BM x BN / 128 where its tiles fit one wave, else its tiles
+        # spread evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
         bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, False)
-        if 5 * ps[2] * 128 * splits <= 4 * cdiv(cdiv(m, bm) * cdiv(n, bn) * splits, sms) * bm * bn:
+        tiles = cdiv(m, bm) * cdiv(n, bn) * splits
+        if (ps[2] * 128 * splits <= bm * bn) if tiles <= sms else \
+                (100 * ps[2] * 128 * splits * sms <= 115 * tiles * bm * bn):
             return 128, ps[0], PREFILL_SWAP_RING[ps[0]], 1, 1, ps[1], 1, True
     if mid192:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
