@@ -920,8 +920,8 @@ def test_the_rules_64_by_192_tiles_are_right(runnable):
 
 # M 321-384 and 513-576 on a wide weight or a long K, where 192-row tiles fill one or two waves
 # (SHAPES.md "M past 320"): odd N (direct stores), a partial last k-block, K % 8 != 0 (the padded
-# copy), one wave (560 x 4095), stream-K in the last wave (330 x 14336 x 4096)
-MID192_SHAPES = [(545, 11001, 1008), (383, 14336, 13), (560, 4095, 80), (330, 14336, 4096)]
+# copy), one wave (560 x 4095), stream-K in the last wave (383 x 14336 x 4096; 321-352 swap there)
+MID192_SHAPES = [(545, 11001, 1008), (383, 14336, 13), (560, 4095, 80), (383, 14336, 4096)]
 
 
 def test_m_past_320_takes_192_row_tiles_on_a_wide_weight():

@@ -321,25 +321,29 @@ def _swap_bn(m: int) -> int:
     return 16 if m <= 16 else 32 if m <= 32 else 64
 
 
-# Prefill with the operands swapped (PREFILL_SWAP=1, shipped; 0 turns it off): at M 257-1025 cuBLAS's kernels
-# tile the rows of x in widths that are multiples of 8, not 64 (nvjet_sm90_hsh_128x136_64x6_1x2,
-# 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms the second size is x's; ncu on the
-# H200, results/probes/20261204T044700-nvidia-h200-cublas-prefill-names.json, which shape ran
-# which not recorded), where v5's rule computed 128- or 192-row tiles of C, up to 127 rows of them
-# past M. So C^T's tiles: 128 rows of the weight by x's rows cut into near-equal tiles. The rule
-# swaps where the rows of x fit t = 2, 3 or 4 tiles of 136, 176 or 200 (no tile empty, fewer rows
-# than 128-row tiles of C compute), those tiles fill at least 90% of one wave and at most two
-# (pairs sharing the weight's rows by multicast where t is even: CLUSTER_N = 2), K is at least 64
-# k-blocks and its rows start on a sector; of those, the t with the fewest rows of x per SM
-# (waves x width), and against the 192-row tiles where those apply only at 3/4 of theirs. Measured (results/probes/20261204T051605-nvidia-h200-prefill-swap.json and
-# T052018 (prefill-swap-cluster), 4 interleaved rounds, us, the rule before -> swapped (cuBLAS)):
-# 257 x 14336 x 4096 86.1 -> 58.8 (52.7), 272 x 14336 x 4096 85.8 -> 59.5 (53.9), 257 x 8192 x
-# 8192 73.8 -> 55.6 (54.4), 385 x 11008 x 4096 83.9 -> 62.9 (53.3; three tiles of 136, alone),
-# 400 x 14336 x 4096 92.8 -> 81.1 (77.9), 320 x 14336 x 4096 81.9 -> 73.3 (62.9; 176),
-# 513 x 4096 x 14336 117.4 -> 94.5 (88.6; four of 136). Slower where they were not picked:
-# 257 x 4096 x 14336 (64 tiles) 64.6 -> 82.0, 513 x 11008 x 4096 (the 192-row tiles) 74.4 -> 85.9,
-# 384 x 14336 x 4096 77.9 -> 85.2. Stream-K over the swapped tiles lost (61.3 against 58.8) and
-# is not built with them. SHAPES.md "Prefill with the operands swapped".
+# Prefill with the operands swapped (PREFILL_SWAP=1, shipped; 0 turns it off): at M 257-1025
+# cuBLAS's kernels tile the rows of x in widths that are multiples of 8, not 64
+# (nvjet_sm90_hsh_128x136_64x6_1x2, 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms
+# the second size is x's; ncu on the H200, results/probes/20261204T044700-nvidia-h200-cublas-
+# prefill-names.json, which shape ran which not recorded), where v5's rule computed 128- or
+# 192-row tiles of C, up to 127 rows of them past M. So C^T's tiles: 128 rows of the weight by
+# x's rows cut into near-equal tiles. The rule swaps where the rows of x fit t = 2, 3 or 4 tiles
+# of 136, 176 or 200 (no tile empty, fewer rows than 128-row tiles of C compute, no 200 alone),
+# those tiles fill at least 90% of one wave and at most two (pairs sharing the weight's rows by
+# multicast where t is even: CLUSTER_N = 2), K is at least 64 k-blocks and its rows start on a
+# sector; of those, the t with the fewest rows of x per SM (waves x width); and only where that
+# is no more than the tile the rule would pick otherwise leaves each SM (_auto). The rule's own
+# builds against PREFILL_SWAP=0 (results/probes/20261204T111931-nvidia-h200-prefill-swap-rule.json,
+# T113729 (prefill-swap-wider) and T114507 (prefill-swap-confirm), 4 interleaved rounds, us, plain,
+# without -> with (cuBLAS)): 257 x 14336 x 4096 85.5 -> 59.5 (52.4), 257 x 8192 x 8192 74.5 ->
+# 55.0 (53.8), 385 x 11008 x 4096 84.8 -> 65.6 (52.7; three tiles of 136, alone), 400 x 14336 x
+# 4096 94.2 -> 82.5 (79.1; 200), 320 x 14336 x 4096 82.3 -> 73.6 (62.9; 176), 513 x 4096 x 14336
+# 117.9 -> 95.7 (90.3; four of 136), 544 x 4096 x 4096 37.8 -> 31.6 (31.9); 4-39% less time at all
+# 28 shapes timed where it swaps. Slower where it no longer does: 260 x 11008 x 4096 (one wave of
+# 128 x 256) 49.7 -> 58.9, 545 x 8192 x 8192 (200 alone) 131.8 -> 149.7, 300 x 12288 x 4096 (1.09
+# waves of 128 x 256 with stream-K) 64.0 -> 71.9. Stream-K over the swapped tiles lost (knobs,
+# T051605: 61.3 against 58.8) and is not built with them. SHAPES.md "Prefill with the operands
+# swapped".
 PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
 
 
@@ -632,7 +636,7 @@ def check_config(c: dict) -> None:
         (c["MAX_SPLITS"] >= 1, "MAX_SPLITS >= 1 (the shape rule's most splits of K, AUTO=1)"),
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
-        (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (decode tiles of C^T with the operands swapped where the rule runs unsplit decode tiles: 1 always, 2 with an activation and M <= 32, 0 never)"),
+        (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (tiles of C^T with the operands swapped, for decode where the rule runs unsplit decode tiles and for prefill where PREFILL_SWAP picks them: 1 always (with AUTO=0 the tile as given), 2 for decode with an activation and M <= 32 and for prefill, 0 never)"),
         (c["SWAP_AB"] != 1 or c["AUTO"] or (c["BM"] != 192 and c["SPLIT_K"] == 1
                                              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
          "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP (the swapped tile loop)"),
