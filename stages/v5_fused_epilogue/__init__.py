@@ -345,11 +345,13 @@ def _swap_bn(m: int) -> int:
 # T051605: 61.3 against 58.8) and is not built with them. SHAPES.md "Prefill with the operands
 # swapped".
 PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
+PREFILL_SWAP_MIN_K_TILES = 4  # (probe build: the limits under measurement)
+PREFILL_SWAP_MAX_M = 800
 
 
 def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
     """(BN, CLUSTER_N, waves x BN) of the swapped prefill tile for the call (above), or None."""
-    if not 256 < m <= 576 or sector_misaligned(k) or cdiv(k, 64) < 64:
+    if not 256 < m <= PREFILL_SWAP_MAX_M or sector_misaligned(k) or cdiv(k, 64) < PREFILL_SWAP_MIN_K_TILES:
         return None
     best, w = None, cdiv(n, 128)
     for t in (2, 3, 4):
