@@ -937,10 +937,12 @@ def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), MID192_SHAPES)
 
 
-# M 257-576 with the operands swapped (PREFILL_SWAP, SHAPES.md "Prefill with the operands swapped"):
-# odd N, a partial last k-block, three tiles of x alone, pairs over one wave and two, 176 and 200
+# M 257-800 with the operands swapped (PREFILL_SWAP, SHAPES.md "Prefill with the operands swapped"):
+# odd N, a partial last k-block, three tiles of x alone, pairs over one wave and two, 176 and 200,
+# K of 17 k-blocks, four tiles of x past M 576
 PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192), (513, 4096, 4160),
-                       (400, 14336, 4096), (300, 8191, 8192), (513, 4095, 4096), (352, 14335, 4096)]
+                       (400, 14336, 4096), (300, 8191, 8192), (513, 4095, 4096), (352, 14335, 4096),
+                       (300, 14335, 1040), (700, 8191, 4112), (769, 4095, 4096)]
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -964,8 +966,15 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
     ((512, 14336, 4096), None),   # more than two waves
     ((256, 14336, 4096), None),   # M <= 256
     ((257, 14336, 4104), None),   # rows that start mid-sector
-    ((257, 14336, 2048), None),   # under 64 k-blocks
-    ((600, 14336, 4096), None)])  # M > 576
+    ((257, 14336, 2048), (136, 2)), ((257, 14336, 1024), (136, 2)), ((385, 11008, 2048), (136, 1)),
+    ((300, 14335, 1040), (176, 2)), ((544, 8192, 2048), (136, 2)),
+    ((257, 14336, 960), None), ((300, 16384, 512), None),  # under 16 k-blocks
+    ((700, 8192, 8192), (176, 2)), ((704, 8192, 4096), (176, 2)), ((769, 4096, 4096), (200, 2)),
+    ((800, 8192, 4096), (200, 2)), ((700, 8191, 4112), (176, 2)),
+    ((700, 4096, 2048), None),    # past M 576, under 64 k-blocks
+    ((577, 4096, 4096), None),    # four tiles of 176 would compute 704 rows, 128-row tiles 640
+    ((801, 4096, 4096), None),    # past M 800 (four tiles of 200)
+    ((600, 14336, 4096), None), ((640, 11008, 4096), None)])  # more than two waves
 def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
     """PREFILL_SWAP=1 (shipped): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of
     x make an even number of them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
@@ -1024,7 +1033,7 @@ def test_the_prefill_swap_rings_fit():
 
 @pytest.mark.hopper
 def test_the_rules_prefill_swap_is_right(runnable):
-    """M 257-576 (PREFILL_SWAP=1, shipped): the rule's swapped tiles (136, 176, 200; pairs and alone, one
+    """M 257-800 (PREFILL_SWAP=1, shipped): the rule's swapped tiles (136, 176, 200; pairs and alone, one
     wave and two), stored transposed, the bias per tile row, every epilogue case."""
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), PREFILL_SWAP_SHAPES)
 

@@ -330,8 +330,8 @@ def _swap_bn(m: int) -> int:
 # x's rows cut into near-equal tiles. The rule swaps where the rows of x fit t = 2, 3 or 4 tiles
 # of 136, 176 or 200 (no tile empty, fewer rows than 128-row tiles of C compute, no 200 alone),
 # those tiles fill at least 90% of one wave and at most two (pairs sharing the weight's rows by
-# multicast where t is even: CLUSTER_N = 2), K is at least 64 k-blocks and its rows start on a
-# sector; of those, the t with the fewest rows of x per SM (waves x width); and only where that
+# multicast where t is even: CLUSTER_N = 2), K is long enough (PREFILL_SWAP_MIN_K_TILES, M up to
+# 800) and its rows start on a sector; of those, the t with the fewest rows of x per SM (waves x width); and only where that
 # is no more than the tile the rule would pick otherwise leaves each SM (_auto). The rule's own
 # builds against PREFILL_SWAP=0 (results/probes/20261204T111931-nvidia-h200-prefill-swap-rule.json,
 # T113729 (prefill-swap-wider) and T114507 (prefill-swap-confirm), 4 interleaved rounds, us, plain,
@@ -345,13 +345,20 @@ def _swap_bn(m: int) -> int:
 # T051605: 61.3 against 58.8) and is not built with them. SHAPES.md "Prefill with the operands
 # swapped".
 PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
-PREFILL_SWAP_MIN_K_TILES = 4  # (probe build: the limits under measurement)
-PREFILL_SWAP_MAX_M = 800
+# Its reach (results/probes/20261204T135956-nvidia-h200-prefill-swap-reach.json, the rule's own builds
+# with wider limits against PREFILL_SWAP=0, 4 interleaved rounds, us, plain): K from 16 k-blocks where
+# M <= 576 (257 x 14336 x 2048 49.6 -> 35.1, 257 x 14336 x 1024 28.4 -> 23.2, 385 x 11008 x 2048 46.9
+# -> 35.9, 544 x 8192 x 2048 42.2 -> 33.8; 3-29% at all 12 such shapes; at K = 512 mixed, 300 x 16384 x
+# 512 18.8 -> 20.0, at 256 slower), and M 577-800 (four tiles of 176 or 200) from 64 k-blocks
+# (700 x 8192 x 8192 161.3 -> 133.9, 704 x 8192 x 4096 89.9 -> 71.4, 769 x 4096 x 4096 47.0 -> 41.8;
+# 4-21% at all 8; at K 1024-2048 tied or slower, 700 x 4096 x 2048 23.4 -> 23.7).
+PREFILL_SWAP_MIN_K_TILES = {576: 16, 800: 64}  # (the largest M: the fewest k-blocks)
 
 
 def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
     """(BN, CLUSTER_N, waves x BN) of the swapped prefill tile for the call (above), or None."""
-    if not 256 < m <= PREFILL_SWAP_MAX_M or sector_misaligned(k) or cdiv(k, 64) < PREFILL_SWAP_MIN_K_TILES:
+    min_k_tiles = next((t for top, t in PREFILL_SWAP_MIN_K_TILES.items() if m <= top), None)
+    if m <= 256 or min_k_tiles is None or sector_misaligned(k) or cdiv(k, 64) < min_k_tiles:
         return None
     best, w = None, cdiv(n, 128)
     for t in (2, 3, 4):
@@ -413,7 +420,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms
     ps = _prefill_swap(m, n, k, dev) if prefill_swap else None
     if ps:
-        # M 257-576 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
+        # M 257-800 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
         # where their rows of x per SM (waves x BN) are no more than the tile the rule would pick
         # otherwise leaves each SM: BM x BN / 128 where its tiles fit one wave, else its tiles
         # spread evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
@@ -656,7 +663,7 @@ def check_config(c: dict) -> None:
          "SPLIT_CLUSTER > 1 with AUTO=0 needs CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
-        (c["PREFILL_SWAP"] in (0, 1), "PREFILL_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 257-576 where they fit, AUTO=1)"),
+        (c["PREFILL_SWAP"] in (0, 1), "PREFILL_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
