@@ -939,10 +939,10 @@ def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
 
 # M 257-800 with the operands swapped (PREFILL_SWAP, SHAPES.md "Prefill with the operands swapped"):
 # odd N, a partial last k-block, three tiles of x alone, pairs over one wave and two, 176 and 200,
-# K of 17 k-blocks, four tiles of x past M 576
+# K of 17 k-blocks, four tiles of x past M 576 (33 k-blocks)
 PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192), (513, 4096, 4160),
                        (400, 14336, 4096), (300, 8191, 8192), (513, 4095, 4096), (352, 14335, 4096),
-                       (300, 14335, 1040), (700, 8191, 4112), (769, 4095, 4096)]
+                       (300, 14335, 1040), (700, 8191, 4112), (769, 4095, 4096), (704, 8191, 2064)]
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -971,7 +971,8 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
     ((257, 14336, 960), None), ((300, 16384, 512), None),  # under 16 k-blocks
     ((700, 8192, 8192), (176, 2)), ((704, 8192, 4096), (176, 2)), ((769, 4096, 4096), (200, 2)),
     ((800, 8192, 4096), (200, 2)), ((700, 8191, 4112), (176, 2)),
-    ((700, 4096, 2048), None),    # past M 576, under 64 k-blocks
+    ((700, 4096, 2048), (176, 2)), ((704, 8192, 2048), (176, 2)), ((800, 8192, 2560), (200, 2)),
+    ((800, 4096, 1024), None), ((700, 8192, 1984), None),  # past M 576, under 32 k-blocks
     ((577, 4096, 4096), None),    # four tiles of 176 would compute 704 rows, 128-row tiles 640
     ((801, 4096, 4096), None),    # past M 800 (four tiles of 200)
     ((600, 14336, 4096), None), ((640, 11008, 4096), None)])  # more than two waves

@@ -349,10 +349,13 @@ PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
 # with wider limits against PREFILL_SWAP=0, 4 interleaved rounds, us, plain): K from 16 k-blocks where
 # M <= 576 (257 x 14336 x 2048 49.6 -> 35.1, 257 x 14336 x 1024 28.4 -> 23.2, 385 x 11008 x 2048 46.9
 # -> 35.9, 544 x 8192 x 2048 42.2 -> 33.8; 3-29% at all 12 such shapes; at K = 512 mixed, 300 x 16384 x
-# 512 18.8 -> 20.0, at 256 slower), and M 577-800 (four tiles of 176 or 200) from 64 k-blocks
+# 512 18.8 -> 20.0, at 256 slower), and M 577-800 (four tiles of 176 or 200) from 32 k-blocks
 # (700 x 8192 x 8192 161.3 -> 133.9, 704 x 8192 x 4096 89.9 -> 71.4, 769 x 4096 x 4096 47.0 -> 41.8;
-# 4-21% at all 8; at K 1024-2048 tied or slower, 700 x 4096 x 2048 23.4 -> 23.7).
-PREFILL_SWAP_MIN_K_TILES = {576: 16, 800: 64}  # (the largest M: the fewest k-blocks)
+# 4-21% at all 8 with 64 or more; at 16, 800 x 4096 x 1024 17.8 -> 17.8). Between 32 and 63, the tiles
+# as knobs (results/probes/20261204T144913-nvidia-h200-prefill-swap-gaps.json, 3 rounds): 704 x 8192 x
+# 2048 48.1 -> 41.2, 700 x 8192 x 3072 65.2 -> 55.8, 800 x 8192 x 2560 61.0 -> 53.6, 641 x 4096 x 3072
+# 31.7 -> 30.8; and 700 x 4096 x 2048 23.4 -> 23.7 (T135956).
+PREFILL_SWAP_MIN_K_TILES = {576: 16, 800: 32}  # (the largest M: the fewest k-blocks)
 
 
 def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
