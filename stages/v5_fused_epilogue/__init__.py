@@ -331,8 +331,9 @@ def _swap_bn(m: int) -> int:
 # of 136, 176 or 200 (no tile empty, fewer rows than 128-row tiles of C compute, no 200 alone),
 # those tiles fill at least 90% of one wave and at most two (pairs sharing the weight's rows by
 # multicast where t is even: CLUSTER_N = 2), K is long enough (PREFILL_SWAP_MIN_K_TILES, M up to
-# 800) and its rows start on a sector; of those, the t with the fewest rows of x per SM (waves x width); and only where that
-# is no more than the tile the rule would pick otherwise leaves each SM (_auto). The rule's own
+# 800) and its rows start on a sector; of those, the t with the fewest rows of x per SM (waves x
+# width); and only where that is no more than the tile the rule would pick otherwise leaves each SM
+# (_auto). The rule's own
 # builds against PREFILL_SWAP=0 (results/probes/20261204T111931-nvidia-h200-prefill-swap-rule.json,
 # T113729 (prefill-swap-wider) and T114507 (prefill-swap-confirm), 4 interleaved rounds, us, plain,
 # without -> with (cuBLAS)): 257 x 14336 x 4096 85.5 -> 59.5 (52.4), 257 x 8192 x 8192 74.5 ->
@@ -354,8 +355,9 @@ PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
 # 4-21% at all 8 with 64 or more; at 16, 800 x 4096 x 1024 17.8 -> 17.8). Between 32 and 63, the tiles
 # as knobs (results/probes/20261204T144913-nvidia-h200-prefill-swap-gaps.json, 3 rounds): 704 x 8192 x
 # 2048 48.1 -> 41.2, 700 x 8192 x 3072 65.2 -> 55.8, 800 x 8192 x 2560 61.0 -> 53.6, 641 x 4096 x 3072
-# 31.7 -> 30.8; and 700 x 4096 x 2048 23.4 -> 23.7 (T135956).
-PREFILL_SWAP_MIN_K_TILES = {576: 16, 800: 32}  # (the largest M: the fewest k-blocks)
+# 31.7 -> 30.8; the rule's own builds there (T145126, prefill-swap-reach32): 3-23% less at 10 of 11
+# shapes, tied at 700 x 4096 x 2048 (23.4 -> 23.5; 23.7 in T135956), kept for a simpler rule.
+PREFILL_SWAP_MIN_K_TILES = {576: 16, 800: 32}  # {the largest M: the fewest k-blocks it needs}
 
 
 def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
