@@ -363,15 +363,15 @@ PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
 # (257 x 16384 x 896 26.1 -> 22.0, 544 x 8192 x 896 25.2 -> 21.2, 385 x 11008 x 896 25.3 -> 21.6
 # alone); 176 and 200 slower at 7 of 9 (400 x 14336 x 640 21.3 -> 23.7, 330 x 16384 x 896 24.0 ->
 # 26.0); at 4 k-blocks 136 lost too (257 x 14336 x 256 13.5 -> 14.3).
-PREFILL_SWAP_MIN_K_TILES = {576: 16, 800: 32}  # {the largest M: the fewest k-blocks it needs}
-PREFILL_SWAP_MIN_K_TILES_136 = 8  # (M <= 576: tiles of 136 from 8 k-blocks)
+# {the largest M: {the tile's width: the fewest k-blocks it needs}} (past M 576 only four tiles of
+# 176 or 200 hold the rows of x)
+PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176: 32, 200: 32}}
 
 
 def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
     """(BN, CLUSTER_N, waves x BN) of the swapped prefill tile for the call (above), or None."""
     min_k_tiles = next((t for top, t in PREFILL_SWAP_MIN_K_TILES.items() if m <= top), None)
-    short = m <= 576 and PREFILL_SWAP_MIN_K_TILES_136 <= cdiv(k, 64) < min_k_tiles  # (136 only)
-    if m <= 256 or min_k_tiles is None or sector_misaligned(k) or (cdiv(k, 64) < min_k_tiles and not short):
+    if m <= 256 or min_k_tiles is None or sector_misaligned(k):
         return None
     best, w = None, cdiv(n, 128)
     for t in (2, 3, 4):
@@ -379,8 +379,8 @@ def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
         if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:  # (a tile past M; no fewer
             continue                                                          # rows than 128-row tiles)
         cn = 2 if t % 2 == 0 else 1
-        if (cn == 1 or short) and bn > 136:  # (200 alone lost: 545 x 8192 x 8192, 576 x 8192 x 4096)
-            continue
+        if cn == 1 and bn > 136 or cdiv(k, 64) < min_k_tiles[bn]:  # (200 alone lost: 545 x 8192 x 8192,
+            continue                                                 # 576 x 8192 x 4096)
         ctas = w * t
         waves = cdiv(cdiv(ctas, cn), dev.clusters(cn))
         if 10 * ctas < 9 * dev.sm_count or waves > 2:
