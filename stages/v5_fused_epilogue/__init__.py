@@ -634,7 +634,7 @@ def check_config(c: dict) -> None:
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128, 192), "BM 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"),
         (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
-                             and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"]),
+                             and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"]) or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2 and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
          "BM 192 with BN <= 128 and no cluster, SPLIT_CLUSTER, SWAP_AB=1 or EPI_OVERLAP (three consumer warpgroups of 152 registers)"),
         (c["BN"] in (16, 32, 64, 112, 128, 136, 144, 176, 192, 200, 256), "BN 16, 32, 64, 112, 128, 136, 144, 176, 192, 200 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
@@ -659,7 +659,7 @@ def check_config(c: dict) -> None:
         (c["PDL"] in (0, 1), "PDL 0 or 1 (1: the reduce kernel as a programmatic dependent launch)"),
         (c["PAD_K"] in (8, 64), "PAD_K 8 or 64 (the multiple of K a padded copy of A and B rounds up to)"),
         (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (tiles of C^T with the operands swapped, for decode where the rule runs unsplit decode tiles and for prefill where PREFILL_SWAP picks them: 1 always (with AUTO=0 the tile as given), 2 for decode with an activation and M <= 32 and for prefill, 0 never)"),
-        (c["SWAP_AB"] != 1 or c["AUTO"] or (c["BM"] != 192 and c["SPLIT_K"] == 1
+        (c["SWAP_AB"] != 1 or c["AUTO"] or (c["SPLIT_K"] == 1
                                              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
          "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP (the swapped tile loop)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),

@@ -108,7 +108,7 @@
 // BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles): three consumer
 // warpgroups of 152 registers, so at most 128 columns of accumulators, and only the plain tile
 // loop's features the shape rule gives it (no cluster, no split in a cluster, no swap).
-#if BM == 192 && (BN > 128 || CLUSTER_M > 1 || CLUSTER_N > 1 || SPLIT_CLUSTER > 1 || SWAP_AB || EPI_OVERLAP)
+#if BM == 192 && ((BN > 128 && !SWAP_AB) || BN > 200 || CLUSTER_M > 1 || CLUSTER_N > (SWAP_AB ? 2 : 1) || SPLIT_CLUSTER > 1 || EPI_OVERLAP)
 #error "BM 192 needs BN <= 128, no cluster, no SPLIT_CLUSTER, no SWAP_AB and no EPI_OVERLAP"
 #endif
 
