@@ -599,8 +599,11 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"STREAMK": 2}, "STREAMK 0 or 1"),
     ({"EPI_DEFER": 3}, "EPI_DEFER"),
     ({"EPI_OVERLAP": 4}, "EPI_OVERLAP 0, 1, 2 or 3"),
-    ({"AUTO": 0, "SWAP_AB": 1, "SPLIT_K": 2}, "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1"),
-    ({"AUTO": 0, "SWAP_AB": 1, "EPI_OVERLAP": 1}, "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP"),
+    ({"AUTO": 0, "SWAP_AB": 1, "SPLIT_K": 2}, "SWAP_AB=1 with AUTO=0 needs SPLIT_K=1"),
+    ({"AUTO": 0, "SWAP_AB": 1, "EPI_OVERLAP": 1}, "SWAP_AB=1 with AUTO=0 needs SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP"),
+    ({"AUTO": 0, "BM": 192, "BN": 256, "SWAP_AB": 1}, "or with SWAP_AB=1, BN <= 200"),
+    ({"AUTO": 0, "BM": 192, "BN": 200, "SWAP_AB": 1, "CLUSTER_N": 4}, "CLUSTER_N <= 2"),
+    ({"PREFILL_SWAP": 3}, "PREFILL_SWAP 0, 1 or 2"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),
     ({"NARROW_N": 2}, "NARROW_N 0 or 1")])
@@ -943,7 +946,9 @@ def test_the_rules_mid_m_192_row_tiles_are_right(runnable):
 PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192), (513, 4096, 4160),
                        (400, 14336, 4096), (300, 8191, 8192), (513, 4095, 4096), (352, 14335, 4096),
                        (300, 14335, 1040), (700, 8191, 4112), (769, 4095, 4096), (704, 8191, 2064),
-                       (257, 16383, 528), (385, 11001, 912)]
+                       (257, 16383, 528), (385, 11001, 912),
+                       # 192-row tiles of the weight (PREFILL_SWAP=2): 200 in pairs, 200 alone, 136 and 176 in pairs
+                       (399, 12287, 4112), (545, 8191, 4160), (260, 11001, 4096), (300, 12285, 4096)]
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -981,10 +986,10 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
     ((801, 4096, 4096), None),    # past M 800 (four tiles of 200)
     ((600, 14336, 4096), None), ((640, 11008, 4096), None)])  # more than two waves
 def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
-    """PREFILL_SWAP=1 (shipped): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of
-    x make an even number of them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
-    c = V5.defines
-    assert c["PREFILL_SWAP"] == 1
+    """PREFILL_SWAP=1 (the 128-row tiles alone; 2, shipped, adds the 192-row ones: the next test):
+    C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of x make an even number of
+    them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
+    c = {**V5.defines, "PREFILL_SWAP": 1}
     assert v5.swapped(*shape, c, DEV) == (tile is not None)
     assert not v5.swapped(*shape, {**c, "PREFILL_SWAP": 0}, DEV)
     if tile:
@@ -999,11 +1004,49 @@ def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
             assert (d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (1, 0, 0, cn)
 
 
-@pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1, "SWAP_AB": 0}, {"SWAP_AB": 1},
+@pytest.mark.parametrize("shape, tile", [
+    # where the 192-row tiles fit one wave and take less time per SM (the model, below) than the 128-row
+    # ones or the tile the rule would pick otherwise: measured at the first six as knobs
+    ((400, 12288, 4096), (200, 2)), ((300, 12288, 4096), (176, 2)), ((260, 11008, 4096), (136, 2)),
+    ((385, 11008, 4096), (200, 2)), ((545, 8192, 8192), (200, 1)), ((576, 8192, 4096), (200, 1)),
+    ((399, 12287, 4112), (200, 2)), ((545, 8191, 4160), (200, 1)), ((260, 11001, 4096), (136, 2)),
+    ((513, 8192, 8192), (176, 1)), ((390, 11008, 8192), (200, 2)), ((272, 11008, 8192), (136, 2)),
+    ((350, 12288, 8192), (176, 2)), ((260, 12288, 4096), (136, 2)),
+    # where they do not: two waves (257 x 14336), fewer SMs' worth of work in 128-row tiles (257 x 8192 x
+    # 8192, 300 x 8192 x 8192), K under 64 k-blocks, M past 576, 128 x 256 tiles that fit one wave with less
+    # per SM (300 x 11008, 420 x 8192 x 8192), a tile of x past 128-row tiles of C (384), rows mid-sector
+    ((257, 14336, 4096), (128, 136, 2)), ((257, 8192, 8192), (128, 136, 2)), ((300, 8192, 8192), (128, 176, 2)),
+    ((400, 12288, 2048), (128, 200, 2)), ((400, 12288, 3968), (128, 200, 2)), ((513, 4096, 14336), (128, 136, 2)),
+    ((700, 8192, 8192), (128, 176, 2)), ((577, 8192, 4096), None), ((300, 11008, 4096), None),
+    ((420, 8192, 8192), None), ((384, 12288, 4096), None), ((576, 8191, 4104), None)])
+def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
+    """PREFILL_SWAP=2 (shipped): also C^T's tiles of 192 rows of the weight (three consumer warpgroups),
+    4 buffers, where they fit one wave (of pairs where the rows of x make two tiles) at M 257-576 and K
+    of at least 64 k-blocks; between them and the 128-row tiles the one with the least modelled time
+    per SM, waves x (BM x BN + PREFILL_SWAP_TILE_COST). A tile of two numbers is a 192-row one."""
+    c = V5.defines
+    assert c["PREFILL_SWAP"] == 2
+    assert v5.swapped(*shape, c, DEV) == (tile is not None)
+    if tile is None:
+        return
+    bm, bn, cn = (192, *tile) if len(tile) == 2 else tile
+    stages_ = v5.PREFILL_SWAP_192_RING if bm == 192 else v5.PREFILL_SWAP_RING[bn]
+    assert v5.shape_config(*shape, c, DEV) == (bm, bn, stages_, 1)
+    assert v5.cluster_for(*shape, c, DEV) == (1, cn)
+    assert v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
+    assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
+    for act in (None, "gelu"):
+        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+        d = v5.defines_for(call)
+        assert (d["BM"], d["A_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (bm, bm, 1, 0, 0, cn)
+
+
+@pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1}, {"PREFILL_SWAP": 2, "SWAP_AB": 0}, {"SWAP_AB": 1},
                                  {"AUTO": 0, "BM": 64, "BN": 128, "STAGES": 8, "SPLIT_CLUSTER": 2}])
 @pytest.mark.parametrize("shape", [(257, 14336, 4096), (385, 11008, 4096), (513, 4096, 14336), (16, 14336, 4096),
                                    (1, 4096, 4096), (1000, 1000, 1000), (4096, 4096, 4096), (513, 11008, 4096),
-                                   (257, 14336, 4104), (129, 14336, 4096), (320, 14336, 4096), (24, 9000, 4096)])
+                                   (257, 14336, 4104), (129, 14336, 4096), (320, 14336, 4096), (24, 9000, 4096),
+                                   (400, 12288, 4096), (545, 8192, 8192)])
 @pytest.mark.parametrize("act", [None, "gelu"])
 def test_a_calls_own_defines_give_the_rule_the_same_answer(cfg, shape, act):
     """plan and geometry see the configuration merged with defines_for's answer (stage.prepare):
@@ -1034,12 +1077,19 @@ def test_the_prefill_swap_rings_fit():
              "TMA_STORE": 0, "STREAMK": 0, "SWAP_AB": 1, "CLUSTER_N": 2, "EDGE_SHIFT": 0, "EPI_DEFER": 0}
         smem = V5.compile("sm_90a", d).constant("gemm_smem_bytes", 0)
         assert 0 < smem <= SMEM_MAX, (bn, stages, smem)
+    for bn in v5.PREFILL_SWAP_RING:  # the 192-row tiles' (PREFILL_SWAP=2): the same bytes, three staging tiles
+        d = {**V5.defines, "AUTO": 0, "BM": 192, "BN": bn, "STAGES": v5.PREFILL_SWAP_192_RING, "A_ROWS": 192,
+             "ACT": 2, "BIAS": 2, "TMA_STORE": 0, "STREAMK": 0, "SWAP_AB": 1, "CLUSTER_N": 2, "EDGE_SHIFT": 0,
+             "EPI_DEFER": 0}
+        smem = V5.compile("sm_90a", d).constant("gemm_smem_bytes", 0)
+        assert 0 < smem <= SMEM_MAX, (bn, smem)
 
 
 @pytest.mark.hopper
 def test_the_rules_prefill_swap_is_right(runnable):
-    """M 257-800 (PREFILL_SWAP=1, shipped): the rule's swapped tiles (136, 176, 200; pairs and alone, one
-    wave and two), stored transposed, the bias per tile row, every epilogue case."""
+    """M 257-800 (PREFILL_SWAP=2, shipped): the rule's swapped tiles (136, 176, 200 wide, 128 or 192 rows of
+    the weight; pairs and alone, one wave and two), stored transposed, the bias per tile row, every
+    epilogue case."""
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), PREFILL_SWAP_SHAPES)
 
 

@@ -20,7 +20,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 1}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 2}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -368,8 +368,29 @@ PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
 PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176: 32, 200: 32}}
 
 
-def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
-    """(BN, CLUSTER_N, waves x BN) of the swapped prefill tile for the call (above), or None."""
+# Tiles of 192 rows of the weight (PREFILL_SWAP=2, shipped; 1 keeps the 128-row tiles only): three
+# consumer warpgroups of 160 registers (kernel.cu), 4 buffers of (192 + BN) x 64 x 2 B. Where the
+# weight's rows in tiles of 192 and the rows of x in two or three tiles fit one wave (M 257-576, K
+# of at least 64 k-blocks: as measured), a tile of C^T 1.5x taller instead of a second wave of
+# 128-row tiles. Their tiles as knobs against the rule (results/probes/20261204T172920-nvidia-
+# h200-prefill-swap-192-knobs.json, 4 interleaved rounds, us, plain, the rule -> 192 rows
+# (cuBLAS)): 400 x 12288 x 4096 81.0 -> 61.3 (59.5; 200 in pairs), 300 x 12288 x 4096 66.7 ->
+# 53.1 (48.5; 176 in pairs), 260 x 11008 x 4096 50.9 -> 42.8 (44.3; 136 in pairs), 385 x 11008 x
+# 4096 64.1 -> 58.5 (53.2; 200 in pairs), 545 x 8192 x 8192 131.3 -> 114.1 (104.8; 200 alone),
+# 576 x 8192 x 4096 70.4 -> 60.5 (55.7; 200 alone); in two waves (257 x 14336 x 4096) every one
+# slower. Between the two heights the rule compares the time of each SM's tiles, modelled as
+# waves x (BM x BN + PREFILL_SWAP_TILE_COST): a tile's fixed cost in elements of C, fitted to the
+# same record (the 128 x 136 tiles in two waves, 64.1 us, against 192 x 200 in one, 58.5: 8,000;
+# it puts 192 x 136, 192 x 176 and 128 x 256 in one wave within 1% of their times there).
+PREFILL_SWAP_192_RING = 4
+PREFILL_SWAP_192_MAX_M = 576
+PREFILL_SWAP_192_MIN_K_TILES = 64
+PREFILL_SWAP_TILE_COST = 8192
+
+
+def _prefill_swap(m: int, n: int, k: int, dev, tall: bool = True) -> tuple[int, int, int, int] | None:
+    """(BM, BN, CLUSTER_N, elements of C per SM: waves x BM x BN) of the swapped prefill tile for
+    the call (above), or None; tall: 192-row tiles too (PREFILL_SWAP=2)."""
     min_k_tiles = next((t for top, t in PREFILL_SWAP_MIN_K_TILES.items() if m <= top), None)
     if m <= 256 or min_k_tiles is None or sector_misaligned(k):
         return None
@@ -385,8 +406,23 @@ def _prefill_swap(m: int, n: int, k: int, dev) -> tuple[int, int, int] | None:
         waves = cdiv(cdiv(ctas, cn), dev.clusters(cn))
         if 10 * ctas < 9 * dev.sm_count or waves > 2:
             continue
-        if best is None or waves * bn < best[2]:
-            best = (bn, cn, waves * bn)
+        if best is None or waves * 128 * bn < best[3]:
+            best = (128, bn, cn, waves * 128 * bn)
+    if not tall or m > PREFILL_SWAP_192_MAX_M or cdiv(k, 64) < PREFILL_SWAP_192_MIN_K_TILES:
+        return best
+    tall_best = None
+    for t in (2, 3):  # 192-row tiles in one wave (of pairs where t is even)
+        bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)
+        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:
+            continue
+        cn = 2 if t % 2 == 0 else 1
+        if cdiv(cdiv(n, 192) * t, cn) > dev.clusters(cn):
+            continue
+        if tall_best is None or 192 * bn < tall_best[3]:
+            tall_best = (192, bn, cn, 192 * bn)
+    if tall_best and (best is None or tall_best[3] + PREFILL_SWAP_TILE_COST
+                      < best[3] + best[3] // (128 * best[1]) * PREFILL_SWAP_TILE_COST):
+        return tall_best
     return best
 
 
@@ -396,7 +432,7 @@ SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (6
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
           cluster_split: bool = True, swap: bool = False, narrow_n: bool = False,
-          tall: bool = True, prefill_swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
+          tall: bool = True, prefill_swap: int = 0) -> tuple[int, int, int, int, int, int, int, bool]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
     (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
@@ -431,7 +467,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     t192 = cdiv(m, 192) * cdiv(n, 128)
     mid192 = tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
         and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms
-    ps = _prefill_swap(m, n, k, dev) if prefill_swap else None
+    ps = _prefill_swap(m, n, k, dev, prefill_swap >= 2) if prefill_swap else None
     if ps:
         # M 257-800 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
         # where their rows of x per SM (waves x BN) are no more than the tile the rule would pick
@@ -439,9 +475,9 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # spread evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
         bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, False)
         tiles = cdiv(m, bm) * cdiv(n, bn) * splits
-        if (ps[2] * 128 * splits <= bm * bn) if tiles <= sms else \
-                (100 * ps[2] * 128 * splits * sms <= 115 * tiles * bm * bn):
-            return 128, ps[0], PREFILL_SWAP_RING[ps[0]], 1, 1, ps[1], 1, True
+        if (ps[3] * splits <= bm * bn) if tiles <= sms else \
+                (100 * ps[3] * splits * sms <= 115 * tiles * bm * bn):
+            return ps[0], ps[1], PREFILL_SWAP_RING[ps[1]] if ps[0] == 128 else PREFILL_SWAP_192_RING, 1, 1, ps[2], 1, True
     if mid192:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
         # 192 x 128 tiles fill one or two waves, the last at least two thirds full: the 128-row
@@ -549,7 +585,7 @@ def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     swap = c["SWAP_AB"] == 1 and alone
     # The prefill swap's pairs: a call's own defines (plan, geometry: the configuration merged with
     # defines_for's answer) say SWAP_AB=1 and CLUSTER_N=2, and must get the same answer again
-    prefill = bool(c["PREFILL_SWAP"]) and c["SWAP_AB"] != 0 and c["CLUSTER_M"] == 1 and (alone or c["SWAP_AB"] == 1)
+    prefill = c["PREFILL_SWAP"] if c["SWAP_AB"] != 0 and c["CLUSTER_M"] == 1 and (alone or c["SWAP_AB"] == 1) else 0
     return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
                        bool(c["NARROW_N"]) and alone, alone, prefill))
 
@@ -634,8 +670,10 @@ def check_config(c: dict) -> None:
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128, 192), "BM 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"),
         (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
-                             and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"]) or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2 and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
-         "BM 192 with BN <= 128 and no cluster, SPLIT_CLUSTER, SWAP_AB=1 or EPI_OVERLAP (three consumer warpgroups of 152 registers)"),
+                             and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"])
+         or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2
+             and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
+         "BM 192 with BN <= 128 and no cluster, SPLIT_CLUSTER, SWAP_AB=1 or EPI_OVERLAP, or with SWAP_AB=1, BN <= 200, CLUSTER_M = 1 and CLUSTER_N <= 2 (three consumer warpgroups of 160 registers)"),
         (c["BN"] in (16, 32, 64, 112, 128, 136, 144, 176, 192, 200, 256), "BN 16, 32, 64, 112, 128, 136, 144, 176, 192, 200 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
@@ -661,7 +699,7 @@ def check_config(c: dict) -> None:
         (c["SWAP_AB"] in (0, 1, 2), "SWAP_AB 0, 1 or 2 (tiles of C^T with the operands swapped, for decode where the rule runs unsplit decode tiles and for prefill where PREFILL_SWAP picks them: 1 always (with AUTO=0 the tile as given), 2 for decode with an activation and M <= 32 and for prefill, 0 never)"),
         (c["SWAP_AB"] != 1 or c["AUTO"] or (c["SPLIT_K"] == 1
                                              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
-         "SWAP_AB=1 with AUTO=0 needs BM 64 or 128, SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP (the swapped tile loop)"),
+         "SWAP_AB=1 with AUTO=0 needs SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP (the swapped tile loop)"),
         (c["PAD_SECTOR"] >= 0, "PAD_SECTOR >= 0 (copy A and B where K's rows start mid-sector and M x N <= PAD_SECTOR x 2^20; 0: never)"),
         (c["L2_PROMO"] in (0, 64, 128, 256), "L2_PROMO 0 (by shape: l2_promotion), 64, 128 or 256 (the L2 promotion of A's and B's tensor maps, bytes)"),
         (c["NARROW_N"] in (0, 1), "NARROW_N 0 or 1 (1: tiles of 16 or 32 columns where N <= 32 and M > 64, AUTO=1)"),
@@ -676,7 +714,7 @@ def check_config(c: dict) -> None:
          "SPLIT_CLUSTER > 1 with AUTO=0 needs CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
-        (c["PREFILL_SWAP"] in (0, 1), "PREFILL_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1)"),
+        (c["PREFILL_SWAP"] in (0, 1, 2), "PREFILL_SWAP 0, 1 or 2 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]

@@ -105,11 +105,13 @@
 #if BM != 64 && BM != 128 && BM != 192
 #error "BM must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"
 #endif
-// BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles): three consumer
-// warpgroups of 152 registers, so at most 128 columns of accumulators, and only the plain tile
-// loop's features the shape rule gives it (no cluster, no split in a cluster, no swap).
+// BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles; M 257-576 with the
+// operands swapped: 192 rows of the weight): three consumer warpgroups of 160 registers, so at
+// most 128 columns of accumulators, or 200 with SWAP_AB (100 fp32 registers a thread; no stack
+// frame, README "Inspect"), and only the plain tile loop's features the shape rule gives it (no
+// cluster but the swapped tile's pairs sharing the weight's rows, no split in a cluster).
 #if BM == 192 && ((BN > 128 && !SWAP_AB) || BN > 200 || CLUSTER_M > 1 || CLUSTER_N > (SWAP_AB ? 2 : 1) || SPLIT_CLUSTER > 1 || EPI_OVERLAP)
-#error "BM 192 needs BN <= 128, no cluster, no SPLIT_CLUSTER, no SWAP_AB and no EPI_OVERLAP"
+#error "BM 192 needs BN <= 128 (200 with SWAP_AB), no cluster (pairs along N with SWAP_AB), no SPLIT_CLUSTER and no EPI_OVERLAP"
 #endif
 
 // A_ROWS < BM (decode: BM 64, M <= A_ROWS = 16 or 32, chosen per call): a ring buffer holds only
@@ -131,8 +133,9 @@
 // wgmma's 64-row side and the few rows of x its N (16, 32 or 64), so no wgmma computes padding
 // rows. The epilogue adds the bias per tile row (a column of C) and stores the tile transposed,
 // directly (tile column j is row j of C). Only the plain tile loop: no split, no stream-K, no TMA
-// store. Prefill (M 257-576, the host's PREFILL_SWAP) swaps too: x's rows cut into 2-4 tiles of
-// 136, 176 or 200, in pairs along the row of C^T's tiles (CLUSTER_N = 2: the weight's rows shared).
+// store. Prefill (M 257-800, the host's PREFILL_SWAP) swaps too: x's rows cut into 2-4 tiles of
+// 136, 176 or 200, in pairs along the row of C^T's tiles (CLUSTER_N = 2: the weight's rows shared),
+// by 128 or 192 rows of the weight (BM 192: three consumer warpgroups, above).
 #if SWAP_AB && (TMA_STORE || PARTIAL || STREAMK || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
 #error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, STREAMK=0, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
 #endif
