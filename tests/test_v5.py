@@ -1012,18 +1012,26 @@ def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
     ((399, 12287, 4112), (200, 2)), ((545, 8191, 4160), (200, 1)), ((260, 11001, 4096), (136, 2)),
     ((513, 8192, 8192), (176, 1)), ((390, 11008, 8192), (200, 2)), ((272, 11008, 8192), (136, 2)),
     ((350, 12288, 8192), (176, 2)), ((260, 12288, 4096), (136, 2)),
+    # from 16 k-blocks (32 past M 576), M to 800 (four tiles of x in pairs), alone (t = 3)
+    ((400, 12288, 2048), (200, 2)), ((400, 12288, 1024), (200, 2)), ((260, 11008, 1024), (136, 2)),
+    ((576, 8192, 1024), (200, 1)), ((700, 6144, 4096), (176, 2)), ((800, 6144, 4096), (200, 2)),
+    ((700, 6144, 2048), (176, 2)), ((577, 8192, 4096), (200, 1)), ((387, 7168, 4096), (136, 1)),
+    ((517, 7168, 4096), (176, 1)), ((513, 6144, 4096), (136, 2)),
     # where they do not: two waves (257 x 14336), fewer SMs' worth of work in 128-row tiles (257 x 8192 x
-    # 8192, 300 x 8192 x 8192), K under 64 k-blocks, M past 576, 128 x 256 tiles that fit one wave with less
-    # per SM (300 x 11008, 420 x 8192 x 8192), a tile of x past 128-row tiles of C (384), rows mid-sector
+    # 8192, 300 x 8192 x 8192, 700 x 8192 x 8192), K under 16 k-blocks, 128 x 256 tiles that fit one wave
+    # with less per SM (300 x 11008, 420 x 8192 x 8192, 640 x 6144 x 8192 and 768 x 5120 x 4096: slower as
+    # knobs), a tile of x past 128-row tiles of C (384), rows mid-sector, under 32 k-blocks past M 576
     ((257, 14336, 4096), (128, 136, 2)), ((257, 8192, 8192), (128, 136, 2)), ((300, 8192, 8192), (128, 176, 2)),
-    ((400, 12288, 2048), (128, 200, 2)), ((400, 12288, 3968), (128, 200, 2)), ((513, 4096, 14336), (128, 136, 2)),
-    ((700, 8192, 8192), (128, 176, 2)), ((577, 8192, 4096), None), ((300, 11008, 4096), None),
-    ((420, 8192, 8192), None), ((384, 12288, 4096), None), ((576, 8191, 4104), None)])
+    ((400, 12288, 896), None), ((513, 4096, 14336), (128, 136, 2)), ((257, 12288, 896), (128, 136, 2)),
+    ((700, 8192, 8192), (128, 176, 2)), ((300, 11008, 4096), None), ((640, 6144, 8192), None),
+    ((768, 5120, 4096), None), ((420, 8192, 8192), None), ((384, 12288, 4096), None), ((576, 8191, 4104), None),
+    ((700, 6144, 1984), None)])
 def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
     """PREFILL_SWAP=2 (shipped): also C^T's tiles of 192 rows of the weight (three consumer warpgroups),
-    4 buffers, where they fit one wave (of pairs where the rows of x make two tiles) at M 257-576 and K
-    of at least 64 k-blocks; between them and the 128-row tiles the one with the least modelled time
-    per SM, waves x (BM x BN + PREFILL_SWAP_TILE_COST). A tile of two numbers is a 192-row one."""
+    4 buffers, where they fit one wave (of pairs where the rows of x make two or four tiles), K of at
+    least 16 k-blocks (32 past M 576); between them and the 128-row tiles the one with the least
+    modelled time per SM, waves x (BM x BN + PREFILL_SWAP_TILE_COST). A tile of two numbers is a
+    192-row one."""
     c = V5.defines
     assert c["PREFILL_SWAP"] == 2
     assert v5.swapped(*shape, c, DEV) == (tile is not None)

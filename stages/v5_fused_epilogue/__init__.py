@@ -370,21 +370,26 @@ PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176:
 
 # Tiles of 192 rows of the weight (PREFILL_SWAP=2, shipped; 1 keeps the 128-row tiles only): three
 # consumer warpgroups of 160 registers (kernel.cu), 4 buffers of (192 + BN) x 64 x 2 B. Where the
-# weight's rows in tiles of 192 and the rows of x in two or three tiles fit one wave (M 257-576, K
-# of at least 64 k-blocks: as measured), a tile of C^T 1.5x taller instead of a second wave of
-# 128-row tiles. Their tiles as knobs against the rule (results/probes/20261204T172920-nvidia-
-# h200-prefill-swap-192-knobs.json, 4 interleaved rounds, us, plain, the rule -> 192 rows
-# (cuBLAS)): 400 x 12288 x 4096 81.0 -> 61.3 (59.5; 200 in pairs), 300 x 12288 x 4096 66.7 ->
-# 53.1 (48.5; 176 in pairs), 260 x 11008 x 4096 50.9 -> 42.8 (44.3; 136 in pairs), 385 x 11008 x
-# 4096 64.1 -> 58.5 (53.2; 200 in pairs), 545 x 8192 x 8192 131.3 -> 114.1 (104.8; 200 alone),
-# 576 x 8192 x 4096 70.4 -> 60.5 (55.7; 200 alone); in two waves (257 x 14336 x 4096) every one
-# slower. Between the two heights the rule compares the time of each SM's tiles, modelled as
-# waves x (BM x BN + PREFILL_SWAP_TILE_COST): a tile's fixed cost in elements of C, fitted to the
-# same record (the 128 x 136 tiles in two waves, 64.1 us, against 192 x 200 in one, 58.5: 8,000;
-# it puts 192 x 136, 192 x 176 and 128 x 256 in one wave within 1% of their times there).
+# weight's rows in tiles of 192 and the rows of x in two to four tiles fit one wave (of pairs where
+# they are even), a tile of C^T 1.5x taller instead of a second wave of 128-row tiles. Their tiles
+# as knobs against the rule (results/probes/20261204T171346-nvidia-h200-prefill-swap-192-knobs.json,
+# 4 interleaved rounds, us, plain, the rule -> 192 rows (cuBLAS)): 400 x 12288 x 4096 81.0 -> 61.3
+# (59.5; 200 in pairs), 300 x 12288 x 4096 66.7 -> 53.1 (48.5; 176 in pairs), 260 x 11008 x 4096
+# 50.9 -> 42.8 (44.3; 136 in pairs), 385 x 11008 x 4096 64.1 -> 58.5 (53.2), 545 x 8192 x 8192 131.3
+# -> 114.1 (104.8; 200 alone), 576 x 8192 x 4096 70.4 -> 60.5 (55.7); in two waves (257 x 14336 x
+# 4096) every one slower. At 16-48 k-blocks and M 577-800 (T172041, prefill-swap-192-reach, 3
+# rounds): 400 x 12288 x 1024 29.2 -> 23.2 (20.5), 260 x 11008 x 1024 18.8 -> 17.3, 545 x 8192 x
+# 2048 42.0 -> 34.5, 576 x 8192 x 1024 28.0 -> 22.8, 700 x 6144 x 4096 61.6 -> 53.5 (50.7; four of
+# 176 in pairs), 800 x 6144 x 4096 70.3 -> 59.6 (58.8); faster at all 11 shapes where the model
+# below picks them, slower at the two where it does not (640 x 6144 x 8192, 768 x 5120 x 4096: one
+# wave of 128 x 256 with less per SM). Between the two heights the rule compares the time of each
+# SM's tiles, modelled as waves x (BM x BN + PREFILL_SWAP_TILE_COST): a tile's fixed cost in
+# elements of C, fitted to the first record (the 128 x 136 tiles in two waves, 64.1 us, against
+# 192 x 200 in one, 58.5: 8,000; it puts 192 x 136, 192 x 176 and 128 x 256 in one wave within 1%
+# of their times there). K as PREFILL_SWAP_MIN_K_TILES asks, and at least 16 k-blocks (none shorter
+# was timed).
 PREFILL_SWAP_192_RING = 4
-PREFILL_SWAP_192_MAX_M = 576
-PREFILL_SWAP_192_MIN_K_TILES = 64
+PREFILL_SWAP_192_MIN_K_TILES = 16
 PREFILL_SWAP_TILE_COST = 8192
 
 
@@ -408,12 +413,13 @@ def _prefill_swap(m: int, n: int, k: int, dev, tall: bool = True) -> tuple[int, 
             continue
         if best is None or waves * 128 * bn < best[3]:
             best = (128, bn, cn, waves * 128 * bn)
-    if not tall or m > PREFILL_SWAP_192_MAX_M or cdiv(k, 64) < PREFILL_SWAP_192_MIN_K_TILES:
+    if not tall:
         return best
     tall_best = None
-    for t in (2, 3):  # 192-row tiles in one wave (of pairs where t is even)
+    for t in (2, 3, 4):  # 192-row tiles in one wave (of pairs where t is even)
         bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)
-        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:
+        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128 \
+                or cdiv(k, 64) < max(PREFILL_SWAP_192_MIN_K_TILES, min_k_tiles[bn]):
             continue
         cn = 2 if t % 2 == 0 else 1
         if cdiv(cdiv(n, 192) * t, cn) > dev.clusters(cn):
