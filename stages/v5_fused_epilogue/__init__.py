@@ -321,7 +321,8 @@ def _swap_bn(m: int) -> int:
     return 16 if m <= 16 else 32 if m <= 32 else 64
 
 
-# Prefill with the operands swapped (PREFILL_SWAP=1, shipped; 0 turns it off): at M 257-1025
+# Prefill with the operands swapped (PREFILL_SWAP=1; 2, shipped, adds the 192-row tiles below; 0 turns
+# it off): at M 257-1025
 # cuBLAS's kernels tile the rows of x in widths that are multiples of 8, not 64
 # (nvjet_sm90_hsh_128x136_64x6_1x2, 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms
 # the second size is x's; ncu on the H200, results/probes/20261204T044700-nvidia-h200-cublas-
@@ -598,7 +599,7 @@ def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
 
 def swap_wanted(call: Call) -> int:
     """SWAP_AB as a call asks for it: 1 where SWAP_AB=1, or where SWAP_AB=2 (shipped) and the
-    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP=1 (both with AUTO=1: the
+    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP=1 or 2 (both with AUTO=1: the
     rule decides); else 0. (`swapped` then says where the rule allows.)"""
     c, m = call.cfg, call.m
     if c["SWAP_AB"] == 1:
