@@ -101,7 +101,7 @@
 #endif
 #define REG_SPLIT_ON (REG_SPLIT == 1 || (REG_SPLIT == 2 && !STREAMK))
 #define PRODUCER_REGS (REG_SPLIT_ON && CONSUMERS > 1 ? 24 : 40)
-#define CONSUMER_REGS (CONSUMERS == 4 ? 112 : CONSUMERS == 3 ? (REG_SPLIT_ON ? 160 : 152) : REG_SPLIT_ON ? (CONSUMERS == 2 ? 240 : 248) : 232)
+#define CONSUMER_REGS (CONSUMERS == 4 ? 120 : CONSUMERS == 3 ? (REG_SPLIT_ON ? 160 : 152) : REG_SPLIT_ON ? (CONSUMERS == 2 ? 240 : 248) : 232)
 #if BM != 64 && BM != 128 && BM != 192 && !(BM == 256 && SWAP_AB && BN <= 136)
 #error "BM must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"
 #endif
