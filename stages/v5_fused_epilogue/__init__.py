@@ -675,8 +675,8 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
 def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
-        (c["BM"] in (64, 128, 192), "BM 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"),
-        (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
+        (c["BM"] in (64, 128, 192, 256), "BM 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"),
+        (c["BM"] == 256 or c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
                              and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"])
          or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2
              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),

@@ -101,8 +101,8 @@
 #endif
 #define REG_SPLIT_ON (REG_SPLIT == 1 || (REG_SPLIT == 2 && !STREAMK))
 #define PRODUCER_REGS (REG_SPLIT_ON && CONSUMERS > 1 ? 24 : 40)
-#define CONSUMER_REGS (CONSUMERS == 3 ? (REG_SPLIT_ON ? 160 : 152) : REG_SPLIT_ON ? (CONSUMERS == 2 ? 240 : 248) : 232)
-#if BM != 64 && BM != 128 && BM != 192
+#define CONSUMER_REGS (CONSUMERS == 4 ? 112 : CONSUMERS == 3 ? (REG_SPLIT_ON ? 160 : 152) : REG_SPLIT_ON ? (CONSUMERS == 2 ? 240 : 248) : 232)
+#if BM != 64 && BM != 128 && BM != 192 && !(BM == 256 && SWAP_AB && BN <= 136)
 #error "BM must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"
 #endif
 // BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles; M 257-576 with the
@@ -180,9 +180,9 @@
 #define EPI_WG_BYTES (64 * EPI_COLS * 2)
 // Direct stores (TMA_STORE=0) stage 64 columns at a time in an unswizzled tile whose row pitch,
 // 144 B = 36 words, puts the 8 rows x 4 words a warp writes at once in 32 different banks.
-#define DIRECT_COLS 64
-#define DIRECT_PITCH (DIRECT_COLS * 2 + 16)
-#define DIRECT_WG_BYTES (64 * DIRECT_PITCH)
+#define DIRECT_COLS (BM == 256 ? 32 : 64)
+#define DIRECT_PITCH (64 * 2 + 16)         // (a staging row: 64 columns of C, or with SWAP_AB a tile column's 64 rows)
+#define DIRECT_WG_BYTES ((SWAP_AB ? DIRECT_COLS : 64) * DIRECT_PITCH)
 #if PARTIAL
 #define EPI_BYTES 0
 #elif TMA_STORE
@@ -724,7 +724,7 @@ __device__ __forceinline__ void activate_4(float (&x)[4]) {
 #define FUSED (ACT != 0 || BIAS != 0)
 #define CONSUMER_THREADS (128 * CONSUMERS)
 #define BIAS_PER_THREAD ((BIAS_LEN + CONSUMER_THREADS - 1) / CONSUMER_THREADS)
-#define BAR_CONSUMERS (CONSUMERS == 3 ? 4 : 3)  // named barrier of all consumer threads (1 .. CONSUMERS: one warpgroup each)
+#define BAR_CONSUMERS (CONSUMERS >= 3 ? CONSUMERS + 1 : 3)  // named barrier of all consumer threads (1 .. CONSUMERS: one warpgroup each)
 // The bias of column col as stored (fp16 or fp32; 0 past the last column), and as fp32. A tile's
 // bias is loaded as stored at the unit's start and converted only when staged after the mainloop:
 // an fp16 value converted where it is loaded makes every consumer warp wait for the load there,
