@@ -594,7 +594,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"CLUSTER_N": 2, "SPLIT_FIXUP": 1}, "CLUSTER_N = 1 with SPLIT_FIXUP=1"),
     ({"CLUSTER_N": 3}, "CLUSTER_N 1, 2 or 4"),
     ({"CLUSTER_M": 4, "CLUSTER_N": 4}, "portable cluster size"),
-    ({"BM": 256}, "BM 64, 128 or 192"),
+    ({"BM": 320}, "BM 64, 128, 192 or 256"),
     ({"AUTO": 0, "BM": 192, "BN": 256}, "BM 192 with BN <= 128"),
     ({"AUTO": 0, "BM": 192, "BN": 128, "CLUSTER_M": 2}, "BM 192 with BN <= 128 and no cluster"),
     ({"STREAMK": 2}, "STREAMK 0 or 1"),
@@ -604,7 +604,9 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"AUTO": 0, "SWAP_AB": 1, "EPI_OVERLAP": 1}, "SWAP_AB=1 with AUTO=0 needs SPLIT_K=1, no SPLIT_CLUSTER and no EPI_OVERLAP"),
     ({"AUTO": 0, "BM": 192, "BN": 256, "SWAP_AB": 1}, "or with SWAP_AB=1, BN <= 200"),
     ({"AUTO": 0, "BM": 192, "BN": 200, "SWAP_AB": 1, "CLUSTER_N": 4}, "CLUSTER_N <= 2"),
-    ({"PREFILL_SWAP": 3}, "PREFILL_SWAP 0, 1 or 2"),
+    ({"AUTO": 0, "BM": 256, "BN": 136}, "BM 256 only with SWAP_AB=1"),
+    ({"AUTO": 0, "BM": 256, "BN": 176, "SWAP_AB": 1}, "BM 256 only with SWAP_AB=1, BN <= 136"),
+    ({"PREFILL_SWAP": 4}, "PREFILL_SWAP 0, 1, 2 or 3"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),
     ({"NARROW_N": 2}, "NARROW_N 0 or 1")])
@@ -949,7 +951,9 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
                        (300, 14335, 1040), (700, 8191, 4112), (769, 4095, 4096), (704, 8191, 2064),
                        (257, 16383, 528), (385, 11001, 912),
                        # 192-row tiles of the weight (PREFILL_SWAP=2): 200 in pairs, 200 alone, 136 and 176 in pairs
-                       (399, 12287, 4112), (545, 8191, 4160), (260, 11001, 4096), (300, 12285, 4096)]
+                       (399, 12287, 4112), (545, 8191, 4160), (260, 11001, 4096), (300, 12285, 4096),
+                       # 256-row tiles (PREFILL_SWAP=3): 136 in pairs, alone, four tiles of x in pairs
+                       (259, 14335, 4112), (385, 11001, 4096), (530, 7167, 4160)]
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -1028,18 +1032,18 @@ def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
     ((768, 5120, 4096), None), ((420, 8192, 8192), None), ((384, 12288, 4096), None), ((576, 8191, 4104), None),
     ((700, 6144, 1984), None)])
 def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
-    """PREFILL_SWAP=2 (shipped): also C^T's tiles of 192 rows of the weight (three consumer warpgroups),
+    """PREFILL_SWAP=2 (3, shipped, adds the 256-row tiles: the next test): also C^T's tiles of 192 rows
+    of the weight (three consumer warpgroups),
     4 buffers, where they fit one wave (of pairs where the rows of x make two or four tiles), K of at
     least 16 k-blocks (32 past M 576); between them and the 128-row tiles the one with the least
     modelled time per SM, waves x (BM x BN + PREFILL_SWAP_TILE_COST). A tile of two numbers is a
     192-row one."""
-    c = V5.defines
-    assert c["PREFILL_SWAP"] == 2
+    c = {**V5.defines, "PREFILL_SWAP": 2}
     assert v5.swapped(*shape, c, DEV) == (tile is not None)
     if tile is None:
         return
     bm, bn, cn = (192, *tile) if len(tile) == 2 else tile
-    stages_ = v5.PREFILL_SWAP_192_RING if bm == 192 else v5.PREFILL_SWAP_RING[bn]
+    stages_ = v5.PREFILL_SWAP_TALL_RING if bm > 128 else v5.PREFILL_SWAP_RING[bn]
     assert v5.shape_config(*shape, c, DEV) == (bm, bn, stages_, 1)
     assert v5.cluster_for(*shape, c, DEV) == (1, cn)
     assert v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
@@ -1050,12 +1054,45 @@ def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
         assert (d["BM"], d["A_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (bm, bm, 1, 0, 0, cn)
 
 
-@pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1}, {"PREFILL_SWAP": 2, "SWAP_AB": 0}, {"SWAP_AB": 1},
+@pytest.mark.parametrize("shape, tile", [
+    # one wave of 256 x 136 where 128 x 136 needed two (two tiles of x in pairs), or in place of 192 x 200 (three
+    # alone; four in pairs): as knobs 5-10% faster at the first six (results/probes/20261204T174613)
+    ((257, 14336, 4096), (136, 2)), ((260, 16384, 4096), (136, 2)), ((272, 14336, 8192), (136, 2)),
+    ((257, 14336, 2048), (136, 2)), ((385, 11008, 4096), (136, 1)), ((400, 11008, 4096), (136, 1)),
+    ((259, 14335, 4112), (136, 2)), ((385, 11001, 4096), (136, 1)), ((530, 7167, 4160), (136, 2)),
+    ((544, 8192, 8192), (136, 2)), ((404, 9216, 4096), (136, 1)), ((257, 13824, 1024), (136, 2)),
+    # where the model keeps another: 192 x 176 alone at 513 x 8192 x 8192 (the knob tied), 192-row tiles with
+    # less per SM, tiles of x wider than 136 (four consumer warpgroups hold 68 accumulators a thread at most)
+    ((513, 8192, 8192), (192, 176, 1)), ((260, 11008, 4096), (192, 136, 2)), ((400, 12288, 4096), (192, 200, 2)),
+    ((300, 12288, 4096), (192, 176, 2)), ((545, 8192, 8192), (192, 200, 1)), ((257, 8192, 8192), (128, 136, 2)),
+    ((700, 8192, 8192), (128, 176, 2)), ((257, 14336, 896), (128, 136, 2)), ((600, 14336, 4096), None)])
+def test_prefill_swap_takes_256_row_tiles_where_they_fit_one_wave(shape, tile):
+    """PREFILL_SWAP=3 (shipped): also C^T's 256 x 136 tiles (four consumer warpgroups), in the same model
+    as the 192-row ones (the test above). A tile of two numbers is a 256-row one."""
+    c = V5.defines
+    assert c["PREFILL_SWAP"] == 3
+    assert v5.swapped(*shape, c, DEV) == (tile is not None)
+    if tile is None:
+        return
+    bm, bn, cn = (256, *tile) if len(tile) == 2 else tile
+    stages_ = v5.PREFILL_SWAP_TALL_RING if bm > 128 else v5.PREFILL_SWAP_RING[bn]
+    assert v5.shape_config(*shape, c, DEV) == (bm, bn, stages_, 1)
+    assert v5.cluster_for(*shape, c, DEV) == (1, cn)
+    assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
+    for act in (None, "gelu"):
+        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+        d = v5.defines_for(call)
+        assert (d["BM"], d["A_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (bm, bm, 1, 0, 0, cn)
+        if bm == 256:
+            assert v5.geometry(*shape, {**c, **d}, DEV).block == (640, 1, 1)
+
+
+@pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1}, {"PREFILL_SWAP": 2}, {"PREFILL_SWAP": 3, "SWAP_AB": 0}, {"SWAP_AB": 1},
                                  {"AUTO": 0, "BM": 64, "BN": 128, "STAGES": 8, "SPLIT_CLUSTER": 2}])
 @pytest.mark.parametrize("shape", [(257, 14336, 4096), (385, 11008, 4096), (513, 4096, 14336), (16, 14336, 4096),
                                    (1, 4096, 4096), (1000, 1000, 1000), (4096, 4096, 4096), (513, 11008, 4096),
                                    (257, 14336, 4104), (129, 14336, 4096), (320, 14336, 4096), (24, 9000, 4096),
-                                   (400, 12288, 4096), (545, 8192, 8192)])
+                                   (400, 12288, 4096), (545, 8192, 8192), (385, 11001, 4096)])
 @pytest.mark.parametrize("act", [None, "gelu"])
 def test_a_calls_own_defines_give_the_rule_the_same_answer(cfg, shape, act):
     """plan and geometry see the configuration merged with defines_for's answer (stage.prepare):
@@ -1086,17 +1123,17 @@ def test_the_prefill_swap_rings_fit():
              "TMA_STORE": 0, "STREAMK": 0, "SWAP_AB": 1, "CLUSTER_N": 2, "EDGE_SHIFT": 0, "EPI_DEFER": 0}
         smem = V5.compile("sm_90a", d).constant("gemm_smem_bytes", 0)
         assert 0 < smem <= SMEM_MAX, (bn, stages, smem)
-    for bn in v5.PREFILL_SWAP_RING:  # the 192-row tiles' (PREFILL_SWAP=2): the same bytes, three staging tiles
-        d = {**V5.defines, "AUTO": 0, "BM": 192, "BN": bn, "STAGES": v5.PREFILL_SWAP_192_RING, "A_ROWS": 192,
+    for bm, bn in [(192, b) for b in v5.PREFILL_SWAP_RING] + [(256, 136)]:  # the taller tiles' (PREFILL_SWAP=2, 3)
+        d = {**V5.defines, "AUTO": 0, "BM": bm, "BN": bn, "STAGES": v5.PREFILL_SWAP_TALL_RING, "A_ROWS": bm,
              "ACT": 2, "BIAS": 2, "TMA_STORE": 0, "STREAMK": 0, "SWAP_AB": 1, "CLUSTER_N": 2, "EDGE_SHIFT": 0,
              "EPI_DEFER": 0}
         smem = V5.compile("sm_90a", d).constant("gemm_smem_bytes", 0)
-        assert 0 < smem <= SMEM_MAX, (bn, smem)
+        assert 0 < smem <= SMEM_MAX, (bm, bn, smem)
 
 
 @pytest.mark.hopper
 def test_the_rules_prefill_swap_is_right(runnable):
-    """M 257-800 (PREFILL_SWAP=2, shipped): the rule's swapped tiles (136, 176, 200 wide, 128 or 192 rows of
+    """M 257-800 (PREFILL_SWAP=3, shipped): the rule's swapped tiles (136, 176, 200 wide, 128, 192 or 256 rows of
     the weight; pairs and alone, one wave and two), stored transposed, the bias per tile row, every
     epilogue case."""
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), PREFILL_SWAP_SHAPES)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -11,7 +12,7 @@ from stages.core.contract import ACTIVATIONS, Constraints
 from stages.core.gpu import Requirement
 from stages.core.stage import Call, KernelStage, Launch, cdiv
 
-# v4's kernel and its shipped switches, plus: BM 64, 128 or 192 (one, two or three consumer
+# v4's kernel and its shipped switches, plus: BM 64, 128, 192 or 256 (one to four consumer
 # warpgroups), BN 16 to 256, and AUTO=1: the tile, the ring depth and the split of K are chosen
 # per shape by `shape_config` below (AUTO=0: BM, BN, STAGES and SPLIT_K exactly as given, for tuning).
 CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
@@ -20,7 +21,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 2}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 3}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -389,14 +390,22 @@ PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176:
 # 192 x 200 in one, 58.5: 8,000; it puts 192 x 136, 192 x 176 and 128 x 256 in one wave within 1%
 # of their times there). K as PREFILL_SWAP_MIN_K_TILES asks, and at least 16 k-blocks (none shorter
 # was timed).
-PREFILL_SWAP_192_RING = 4
+# Tiles of 256 rows (PREFILL_SWAP=3, shipped; cuBLAS's nvjet_sm90_hsh_256x136): four consumer warpgroups
+# of 112 registers (kernel.cu), so only 136 wide, the same 4 buffers, in the same model. As knobs
+# against the rule with 192 (results/probes/20261204T174613-nvidia-h200-prefill-swap-256-knobs.json,
+# 4 interleaved rounds, us, plain (cuBLAS)): 257 x 14336 x 4096 59.3 -> 53.5 (52.7; pairs, one wave
+# where 128 x 136 needed two), 260 x 16384 x 4096 59.6 -> 55.7, 272 x 14336 x 8192 114.0 -> 105.8
+# (105.8), 257 x 14336 x 2048 34.8 -> 31.7, 385 x 11008 x 4096 57.4 -> 54.5 (51.8; three alone,
+# where the rule ran 192 x 200 in pairs), 400 x 11008 x 4096 57.5 -> 54.9; 513 x 8192 x 8192, where the
+# model keeps 192 x 176, 103.9 against 103.7.
+PREFILL_SWAP_TALL_RING = 4
 PREFILL_SWAP_192_MIN_K_TILES = 16
 PREFILL_SWAP_TILE_COST = 8192
 
 
-def _prefill_swap(m: int, n: int, k: int, dev, tall: bool = True) -> tuple[int, int, int, int] | None:
+def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> tuple[int, int, int, int] | None:
     """(BM, BN, CLUSTER_N, elements of C per SM: waves x BM x BN) of the swapped prefill tile for
-    the call (above), or None; tall: 192-row tiles too (PREFILL_SWAP=2)."""
+    the call (above), or None; level: PREFILL_SWAP (2: 192-row tiles too, 3: and 256-row ones)."""
     min_k_tiles = next((t for top, t in PREFILL_SWAP_MIN_K_TILES.items() if m <= top), None)
     if m <= 256 or min_k_tiles is None or sector_misaligned(k):
         return None
@@ -414,19 +423,19 @@ def _prefill_swap(m: int, n: int, k: int, dev, tall: bool = True) -> tuple[int, 
             continue
         if best is None or waves * 128 * bn < best[3]:
             best = (128, bn, cn, waves * 128 * bn)
-    if not tall:
+    if level < 2:
         return best
     tall_best = None
-    for t in (2, 3, 4):  # 192-row tiles in one wave (of pairs where t is even)
-        bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)
-        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128 \
+    for bm, t in itertools.product((192, 256) if level >= 3 else (192,), (2, 3, 4)):  # in one wave
+        bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)      # (of pairs where t is even)
+        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128 or (bm == 256 and bn > 136) \
                 or cdiv(k, 64) < max(PREFILL_SWAP_192_MIN_K_TILES, min_k_tiles[bn]):
             continue
         cn = 2 if t % 2 == 0 else 1
-        if cdiv(cdiv(n, 192) * t, cn) > dev.clusters(cn):
+        if cdiv(cdiv(n, bm) * t, cn) > dev.clusters(cn):
             continue
-        if tall_best is None or 192 * bn < tall_best[3]:
-            tall_best = (192, bn, cn, 192 * bn)
+        if tall_best is None or bm * bn < tall_best[3]:
+            tall_best = (bm, bn, cn, bm * bn)
     if tall_best and (best is None or tall_best[3] + PREFILL_SWAP_TILE_COST
                       < best[3] + best[3] // (128 * best[1]) * PREFILL_SWAP_TILE_COST):
         return tall_best
@@ -474,7 +483,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
     t192 = cdiv(m, 192) * cdiv(n, 128)
     mid192 = tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
         and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms
-    ps = _prefill_swap(m, n, k, dev, prefill_swap >= 2) if prefill_swap else None
+    ps = _prefill_swap(m, n, k, dev, prefill_swap) if prefill_swap else None
     if ps:
         # M 257-800 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
         # where their rows of x per SM (waves x BN) are no more than the tile the rule would pick
@@ -484,7 +493,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         tiles = cdiv(m, bm) * cdiv(n, bn) * splits
         if (ps[3] * splits <= bm * bn) if tiles <= sms else \
                 (100 * ps[3] * splits * sms <= 115 * tiles * bm * bn):
-            return ps[0], ps[1], PREFILL_SWAP_RING[ps[1]] if ps[0] == 128 else PREFILL_SWAP_192_RING, 1, 1, ps[2], 1, True
+            return ps[0], ps[1], PREFILL_SWAP_RING[ps[1]] if ps[0] == 128 else PREFILL_SWAP_TALL_RING, 1, 1, ps[2], 1, True
     if mid192:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
         # 192 x 128 tiles fill one or two waves, the last at least two thirds full: the 128-row
@@ -675,8 +684,11 @@ def cluster_for(m: int, n: int, k: int, c: dict, dev) -> tuple[int, int]:
 def check_config(c: dict) -> None:
     rules = [
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
-        (c["BM"] in (64, 128, 192, 256), "BM 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"),
-        (c["BM"] == 256 or c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
+        (c["BM"] in (64, 128, 192, 256), "BM 64, 128, 192 or 256 (one to four consumer warpgroups of 64 rows)"),
+        (c["BM"] != 256 or (c["SWAP_AB"] == 1 and c["BN"] <= 136 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2
+                            and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
+         "BM 256 only with SWAP_AB=1, BN <= 136, CLUSTER_M = 1, CLUSTER_N <= 2, no SPLIT_CLUSTER and no EPI_OVERLAP (four consumer warpgroups of 112 registers)"),
+        (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
                              and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"])
          or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2
              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
@@ -721,7 +733,7 @@ def check_config(c: dict) -> None:
          "SPLIT_CLUSTER > 1 with AUTO=0 needs CLUSTER_M = CLUSTER_N = 1, SPLIT_K=1, SPLIT_FIXUP=0 and EPI_OVERLAP=0"),
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
-        (c["PREFILL_SWAP"] in (0, 1, 2), "PREFILL_SWAP 0, 1 or 2 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192)"),
+        (c["PREFILL_SWAP"] in (0, 1, 2, 3), "PREFILL_SWAP 0, 1, 2 or 3 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192, 3 also of 256)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]

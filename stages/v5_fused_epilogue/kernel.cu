@@ -93,7 +93,10 @@
 #define THREADS (128 * (1 + CONSUMERS))      // warpgroup 0: producer; 1..CONSUMERS: consumers
 // REG_SPLIT (2 shipped): the producer down to 24, the fewest setmaxnreg allows, and the
 // consumers up to 240 (BM 128: 24 x 128 + 240 x 256 = 64,512) or 160 (BM 192: 24 x 128 + 160 x
-// 384 = 64,512); with one consumer warpgroup (BM 64) the pool has room, so 248 beside 40. 1: in
+// 384 = 64,512); with one consumer warpgroup (BM 64) the pool has room, so 248 beside 40. BM 256
+// (four consumer warpgroups, with SWAP_AB only): 112, because setmaxnreg.inc takes registers from
+// the CTA's own pool, which the launch sized at 96 a thread for 640 threads: the producer's
+// 128 x 72 freed are 16 more for each of 512 (at 120 the first build waited forever). 1: in
 // every build; 2: without stream-K only (a stream-K producer spills at 24). For the builds that
 // spill a few registers at 232 (README "Inspect", "Local memory"); 0: 40 / 232 in every build.
 #ifndef REG_SPLIT
@@ -102,8 +105,14 @@
 #define REG_SPLIT_ON (REG_SPLIT == 1 || (REG_SPLIT == 2 && !STREAMK))
 #define PRODUCER_REGS (REG_SPLIT_ON && CONSUMERS > 1 ? 24 : 40)
 #define CONSUMER_REGS (CONSUMERS == 4 ? 112 : CONSUMERS == 3 ? (REG_SPLIT_ON ? 160 : 152) : REG_SPLIT_ON ? (CONSUMERS == 2 ? 240 : 248) : 232)
-#if BM != 64 && BM != 128 && BM != 192 && !(BM == 256 && SWAP_AB && BN <= 136)
-#error "BM must be 64, 128 or 192 (one, two or three consumer warpgroups of 64 rows)"
+#if BM != 64 && BM != 128 && BM != 192 && BM != 256
+#error "BM must be 64, 128, 192 or 256 (one to four consumer warpgroups of 64 rows)"
+#endif
+// BM 256 (M 257-544 with the operands swapped: 256 rows of the weight, cuBLAS's 256 x 136 prefill
+// tile): four consumer warpgroups of 112 registers, so 136 columns at most (68 accumulators a
+// thread), staged for the direct store 32 tile columns a pass (DIRECT_COLS) to leave 4 buffers.
+#if BM == 256 && (!SWAP_AB || BN > 136 || CLUSTER_M > 1 || CLUSTER_N > 2 || SPLIT_CLUSTER > 1 || EPI_OVERLAP)
+#error "BM 256 needs SWAP_AB, BN <= 136, no cluster but pairs along N, no SPLIT_CLUSTER and no EPI_OVERLAP"
 #endif
 // BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles; M 257-576 with the
 // operands swapped: 192 rows of the weight): three consumer warpgroups of 160 registers, so at
