@@ -144,7 +144,7 @@
 // directly (tile column j is row j of C). Only the plain tile loop: no split, no stream-K, no TMA
 // store. Prefill (M 257-800, the host's PREFILL_SWAP) swaps too: x's rows cut into 2-4 tiles of
 // 136, 176 or 200, in pairs along the row of C^T's tiles (CLUSTER_N = 2: the weight's rows shared),
-// by 128 or 192 rows of the weight (BM 192: three consumer warpgroups, above).
+// by 128, 192 or 256 rows of the weight (BM 192, 256: three, four consumer warpgroups, above).
 #if SWAP_AB && (TMA_STORE || PARTIAL || STREAMK || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
 #error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, STREAMK=0, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
 #endif
