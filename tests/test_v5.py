@@ -991,22 +991,12 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
     ((801, 4096, 4096), None),    # past M 800 (four tiles of 200)
     ((600, 14336, 4096), None), ((640, 11008, 4096), None)])  # more than two waves
 def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
-    """PREFILL_SWAP=1 (the 128-row tiles alone; 2, shipped, adds the 192-row ones: the next test):
-    C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of x make an even number of
-    them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
+    """PREFILL_SWAP=1 (the 128-row tiles alone; 2 adds the 192-row ones and 3, shipped, the 256-row
+    ones: the next tests): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of x
+    make an even number of them, no stream-K, no edge shift; PREFILL_SWAP=0 never."""
     c = {**V5.defines, "PREFILL_SWAP": 1}
-    assert v5.swapped(*shape, c, DEV) == (tile is not None)
     assert not v5.swapped(*shape, {**c, "PREFILL_SWAP": 0}, DEV)
-    if tile:
-        bn, cn = tile
-        assert v5.shape_config(*shape, c, DEV) == (128, bn, v5.PREFILL_SWAP_RING[bn], 1)
-        assert v5.cluster_for(*shape, c, DEV) == (1, cn)
-        assert v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
-        assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
-        for act in (None, "gelu"):
-            call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
-            d = v5.defines_for(call)
-            assert (d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (1, 0, 0, cn)
+    _the_swapped_prefill_tile_is(shape, tile, c, 128)
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -1038,11 +1028,17 @@ def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
     least 16 k-blocks (32 past M 576); between them and the 128-row tiles the one with the least
     modelled time per SM, waves x (BM x BN + PREFILL_SWAP_TILE_COST). A tile of two numbers is a
     192-row one."""
-    c = {**V5.defines, "PREFILL_SWAP": 2}
+    _the_swapped_prefill_tile_is(shape, tile, {**V5.defines, "PREFILL_SWAP": 2}, 192)
+
+
+def _the_swapped_prefill_tile_is(shape, tile, c, tall_bm):
+    """The rule under c swaps at shape with tile ((BN, CLUSTER_N) of tall_bm rows, or (BM, BN,
+    CLUSTER_N)), its ring, no stream-K or edge shift, the call's defines saying the same; or not
+    at all (None)."""
     assert v5.swapped(*shape, c, DEV) == (tile is not None)
     if tile is None:
         return
-    bm, bn, cn = (192, *tile) if len(tile) == 2 else tile
+    bm, bn, cn = (tall_bm, *tile) if len(tile) == 2 else tile
     stages_ = v5.PREFILL_SWAP_TALL_RING if bm > 128 else v5.PREFILL_SWAP_RING[bn]
     assert v5.shape_config(*shape, c, DEV) == (bm, bn, stages_, 1)
     assert v5.cluster_for(*shape, c, DEV) == (1, cn)
@@ -1052,6 +1048,7 @@ def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
         call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
         d = v5.defines_for(call)
         assert (d["BM"], d["A_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (bm, bm, 1, 0, 0, cn)
+        assert v5.geometry(*shape, {**c, **d}, DEV).block == (128 * (1 + bm // 64), 1, 1)
 
 
 @pytest.mark.parametrize("shape, tile", [
@@ -1069,22 +1066,8 @@ def test_prefill_swap_takes_192_row_tiles_where_they_fit_one_wave(shape, tile):
 def test_prefill_swap_takes_256_row_tiles_where_they_fit_one_wave(shape, tile):
     """PREFILL_SWAP=3 (shipped): also C^T's 256 x 136 tiles (four consumer warpgroups), in the same model
     as the 192-row ones (the test above). A tile of two numbers is a 256-row one."""
-    c = V5.defines
-    assert c["PREFILL_SWAP"] == 3
-    assert v5.swapped(*shape, c, DEV) == (tile is not None)
-    if tile is None:
-        return
-    bm, bn, cn = (256, *tile) if len(tile) == 2 else tile
-    stages_ = v5.PREFILL_SWAP_TALL_RING if bm > 128 else v5.PREFILL_SWAP_RING[bn]
-    assert v5.shape_config(*shape, c, DEV) == (bm, bn, stages_, 1)
-    assert v5.cluster_for(*shape, c, DEV) == (1, cn)
-    assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
-    for act in (None, "gelu"):
-        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
-        d = v5.defines_for(call)
-        assert (d["BM"], d["A_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (bm, bm, 1, 0, 0, cn)
-        if bm == 256:
-            assert v5.geometry(*shape, {**c, **d}, DEV).block == (640, 1, 1)
+    assert V5.defines["PREFILL_SWAP"] == 3
+    _the_swapped_prefill_tile_is(shape, tile, V5.defines, 256)
 
 
 @pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1}, {"PREFILL_SWAP": 2}, {"PREFILL_SWAP": 3, "SWAP_AB": 0}, {"SWAP_AB": 1},
