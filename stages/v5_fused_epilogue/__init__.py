@@ -322,8 +322,8 @@ def _swap_bn(m: int) -> int:
     return 16 if m <= 16 else 32 if m <= 32 else 64
 
 
-# Prefill with the operands swapped (PREFILL_SWAP=1; 2, shipped, adds the 192-row tiles below; 0 turns
-# it off): at M 257-1025
+# Prefill with the operands swapped (PREFILL_SWAP=1; 2 adds the 192-row tiles below, 3, shipped, the
+# 256-row ones; 0 turns it off): at M 257-1025
 # cuBLAS's kernels tile the rows of x in widths that are multiples of 8, not 64
 # (nvjet_sm90_hsh_128x136_64x6_1x2, 128x176, 128x200, 256x136, ...: in cuBLAS's column-major terms
 # the second size is x's; ncu on the H200, results/probes/20261204T044700-nvidia-h200-cublas-
@@ -370,7 +370,7 @@ PREFILL_SWAP_RING = {136: 6, 176: 5, 200: 5}
 PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176: 32, 200: 32}}
 
 
-# Tiles of 192 rows of the weight (PREFILL_SWAP=2, shipped; 1 keeps the 128-row tiles only): three
+# Tiles of 192 rows of the weight (PREFILL_SWAP=2 and 3; 1 keeps the 128-row tiles only): three
 # consumer warpgroups of 160 registers (kernel.cu), 4 buffers of (192 + BN) x 64 x 2 B. Where the
 # weight's rows in tiles of 192 and the rows of x in two to four tiles fit one wave (of pairs where
 # they are even), a tile of C^T 1.5x taller instead of a second wave of 128-row tiles. Their tiles
@@ -485,10 +485,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         and 3 * (t192 - (cdiv(t192, sms) - 1) * sms) >= 2 * sms
     ps = _prefill_swap(m, n, k, dev, prefill_swap) if prefill_swap else None
     if ps:
-        # M 257-800 (the note at _prefill_swap): C^T's tiles, 128 rows of the weight by BN of x,
-        # where their rows of x per SM (waves x BN) are no more than the tile the rule would pick
-        # otherwise leaves each SM: BM x BN / 128 where its tiles fit one wave, else its tiles
-        # spread evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
+        # M 257-800 (the note at _prefill_swap): C^T's tiles, 128, 192 or 256 rows of the weight by BN of x,
+        # where their elements of C per SM (waves x BM x BN) are no more than the tile the rule would
+        # pick otherwise leaves each SM: BM x BN where its tiles fit one wave, else its tiles spread
+        # evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
         bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, False)
         tiles = cdiv(m, bm) * cdiv(n, bn) * splits
         if (ps[3] * splits <= bm * bn) if tiles <= sms else \
@@ -608,7 +608,7 @@ def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
 
 def swap_wanted(call: Call) -> int:
     """SWAP_AB as a call asks for it: 1 where SWAP_AB=1, or where SWAP_AB=2 (shipped) and the
-    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP=1 or 2 (both with AUTO=1: the
+    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP >= 1 (both with AUTO=1: the
     rule decides); else 0. (`swapped` then says where the rule allows.)"""
     c, m = call.cfg, call.m
     if c["SWAP_AB"] == 1:
