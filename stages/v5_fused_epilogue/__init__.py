@@ -399,46 +399,70 @@ PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176:
 # where the rule ran 192 x 200 in pairs), 400 x 11008 x 4096 57.5 -> 54.9; 513 x 8192 x 8192, where the
 # model keeps 192 x 176, 103.9 against 103.7.
 PREFILL_SWAP_TALL_RING = 4
-PREFILL_SWAP_192_MIN_K_TILES = 16
+PREFILL_SWAP_TALL_MIN_K_TILES = 16
 PREFILL_SWAP_TILE_COST = 8192
 
 
-def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> tuple[int, int, int, int] | None:
-    """(BM, BN, CLUSTER_N, elements of C per SM: waves x BM x BN) of the swapped prefill tile for
-    the call (above), or None; level: PREFILL_SWAP (2: 192-row tiles too, 3: and 256-row ones)."""
+class PrefillTile(NamedTuple):
+    """A swapped prefill tile (`_prefill_swap`): BM rows of the weight by BN of x, CLUSTER_N, waves."""
+    bm: int
+    bn: int
+    cluster_n: int
+    waves: int
+
+    def elements(self) -> int:
+        """Elements of C each SM computes."""
+        return self.waves * self.bm * self.bn
+
+    def modelled(self) -> int:
+        """Each SM's modelled time, in elements of C: waves x (BM x BN + PREFILL_SWAP_TILE_COST)."""
+        return self.waves * (self.bm * self.bn + PREFILL_SWAP_TILE_COST)
+
+
+def _x_tiles(m: int, t: int) -> tuple[int, int] | None:
+    """x's M rows cut into t tiles: (BN, CLUSTER_N), the narrowest of PREFILL_SWAP_RING's widths
+    holding ceil(M / t) rows, in pairs where t is even; None where a tile would lie past M or the t
+    tiles hold no fewer rows than 128-row tiles of C compute."""
+    bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)
+    if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:
+        return None
+    return bn, 2 if t % 2 == 0 else 1
+
+
+def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> PrefillTile | None:
+    """The swapped prefill tile for the call (above), or None; level: PREFILL_SWAP (1: 128-row
+    tiles, 2: 192-row tiles too, 3: and 256-row ones)."""
     min_k_tiles = next((t for top, t in PREFILL_SWAP_MIN_K_TILES.items() if m <= top), None)
     if m <= 256 or min_k_tiles is None or sector_misaligned(k):
         return None
-    best, w = None, cdiv(n, 128)
+    best = None
     for t in (2, 3, 4):
-        bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)
-        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128:  # (a tile past M; no fewer
-            continue                                                          # rows than 128-row tiles)
-        cn = 2 if t % 2 == 0 else 1
+        if (xt := _x_tiles(m, t)) is None:
+            continue
+        bn, cn = xt
         if cn == 1 and bn > 136 or cdiv(k, 64) < min_k_tiles[bn]:  # (200 alone lost: 545 x 8192 x 8192,
             continue                                                 # 576 x 8192 x 4096)
-        ctas = w * t
+        ctas = cdiv(n, 128) * t
         waves = cdiv(cdiv(ctas, cn), dev.clusters(cn))
         if 10 * ctas < 9 * dev.sm_count or waves > 2:
             continue
-        if best is None or waves * 128 * bn < best[3]:
-            best = (128, bn, cn, waves * 128 * bn)
+        if best is None or waves * bn < best.waves * best.bn:
+            best = PrefillTile(128, bn, cn, waves)
     if level < 2:
         return best
-    tall_best = None
+    tall = None
     for bm, t in itertools.product((192, 256) if level >= 3 else (192,), (2, 3, 4)):  # in one wave
-        bn = next((b for b in PREFILL_SWAP_RING if b >= cdiv(m, t)), None)      # (of pairs where t is even)
-        if bn is None or (t - 1) * bn >= m or t * bn >= cdiv(m, 128) * 128 or (bm == 256 and bn > 136) \
-                or cdiv(k, 64) < max(PREFILL_SWAP_192_MIN_K_TILES, min_k_tiles[bn]):
+        if (xt := _x_tiles(m, t)) is None:                                             # (of pairs where
+            continue                                                                   # t is even)
+        bn, cn = xt
+        if (bm == 256 and bn > 136) or cdiv(k, 64) < max(PREFILL_SWAP_TALL_MIN_K_TILES, min_k_tiles[bn]):
             continue
-        cn = 2 if t % 2 == 0 else 1
         if cdiv(cdiv(n, bm) * t, cn) > dev.clusters(cn):
             continue
-        if tall_best is None or bm * bn < tall_best[3]:
-            tall_best = (bm, bn, cn, bm * bn)
-    if tall_best and (best is None or tall_best[3] + PREFILL_SWAP_TILE_COST
-                      < best[3] + best[3] // (128 * best[1]) * PREFILL_SWAP_TILE_COST):
-        return tall_best
+        if tall is None or bm * bn < tall.bm * tall.bn:
+            tall = PrefillTile(bm, bn, cn, 1)
+    if tall and (best is None or tall.modelled() < best.modelled()):
+        return tall
     return best
 
 
@@ -491,9 +515,10 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
         bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, False)
         tiles = cdiv(m, bm) * cdiv(n, bn) * splits
-        if (ps[3] * splits <= bm * bn) if tiles <= sms else \
-                (100 * ps[3] * splits * sms <= 115 * tiles * bm * bn):
-            return ps[0], ps[1], PREFILL_SWAP_RING[ps[1]] if ps[0] == 128 else PREFILL_SWAP_TALL_RING, 1, 1, ps[2], 1, True
+        if (ps.elements() * splits <= bm * bn) if tiles <= sms else \
+                (100 * ps.elements() * splits * sms <= 115 * tiles * bm * bn):
+            ring = PREFILL_SWAP_RING[ps.bn] if ps.bm == 128 else PREFILL_SWAP_TALL_RING
+            return ps.bm, ps.bn, ring, 1, 1, ps.cluster_n, 1, True
     if mid192:
         # M 321-384 or 513-576 (the last 192-row tile holds at least 129 real rows) where the
         # 192 x 128 tiles fill one or two waves, the last at least two thirds full: the 128-row
