@@ -606,6 +606,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"AUTO": 0, "BM": 192, "BN": 200, "SWAP_AB": 1, "CLUSTER_N": 4}, "CLUSTER_N <= 2"),
     ({"AUTO": 0, "BM": 256, "BN": 136}, "BM 256 only with SWAP_AB=1"),
     ({"AUTO": 0, "BM": 256, "BN": 176, "SWAP_AB": 1}, "BM 256 only with SWAP_AB=1, BN <= 136"),
+    ({"AUTO": 0, "BM": 256, "BN": 136, "SWAP_AB": 1, "REG_SPLIT": 0}, "EPI_OVERLAP and REG_SPLIT 1 or 2"),
     ({"PREFILL_SWAP": 4}, "PREFILL_SWAP 0, 1, 2 or 3"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),

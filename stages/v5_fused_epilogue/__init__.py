@@ -711,8 +711,8 @@ def check_config(c: dict) -> None:
         (c["BK"] == 64, "BK == 64 (one 128-byte swizzle row: the TMA box and the wgmma descriptor)"),
         (c["BM"] in (64, 128, 192, 256), "BM 64, 128, 192 or 256 (one to four consumer warpgroups of 64 rows)"),
         (c["BM"] != 256 or (c["SWAP_AB"] == 1 and c["BN"] <= 136 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2
-                            and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
-         "BM 256 only with SWAP_AB=1, BN <= 136, CLUSTER_M = 1, CLUSTER_N <= 2, no SPLIT_CLUSTER and no EPI_OVERLAP (four consumer warpgroups of 112 registers)"),
+                            and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"] and c["REG_SPLIT"] != 0),
+         "BM 256 only with SWAP_AB=1, BN <= 136, CLUSTER_M = 1, CLUSTER_N <= 2, no SPLIT_CLUSTER or EPI_OVERLAP and REG_SPLIT 1 or 2 (four consumer warpgroups of 112 registers, the producer at 24)"),
         (c["BM"] != 192 or (c["BN"] <= 128 and c["CLUSTER_M"] * c["CLUSTER_N"] == 1 and c["SPLIT_CLUSTER"] <= 1
                              and c["SWAP_AB"] != 1 and not c["EPI_OVERLAP"])
          or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2

@@ -111,8 +111,10 @@
 // BM 256 (M 257-544 with the operands swapped: 256 rows of the weight, cuBLAS's 256 x 136 prefill
 // tile): four consumer warpgroups of 112 registers, so 136 columns at most (68 accumulators a
 // thread), staged for the direct store 32 tile columns a pass (DIRECT_COLS) to leave 4 buffers.
-#if BM == 256 && (!SWAP_AB || BN > 136 || CLUSTER_M > 1 || CLUSTER_N > 2 || SPLIT_CLUSTER > 1 || EPI_OVERLAP)
-#error "BM 256 needs SWAP_AB, BN <= 136, no cluster but pairs along N, no SPLIT_CLUSTER and no EPI_OVERLAP"
+// The 112 need the producer at 24 (REG_SPLIT on): at 40 it frees 16 fewer a thread, and the
+// consumers' setmaxnreg.inc would wait forever.
+#if BM == 256 && (!SWAP_AB || BN > 136 || CLUSTER_M > 1 || CLUSTER_N > 2 || SPLIT_CLUSTER > 1 || EPI_OVERLAP || !REG_SPLIT_ON)
+#error "BM 256 needs SWAP_AB, BN <= 136, no cluster but pairs along N, no SPLIT_CLUSTER or EPI_OVERLAP, and REG_SPLIT on"
 #endif
 // BM 192 (M 129-192 on a wide weight: the rows that exist in one row of tiles; M 257-576 with the
 // operands swapped: 192 rows of the weight): three consumer warpgroups of 160 registers, so at
