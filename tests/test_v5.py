@@ -589,6 +589,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
 
 @pytest.mark.parametrize("knobs, refusal", [
     ({"CLUSTER_M": 3}, "CLUSTER_M 1, 2 or 4"),
+    ({"AUTO": 0, "BN": 112, "STAGES": 6, "CLUSTER_M": 4}, "multiple of 8 x CLUSTER_M"),
     ({"CLUSTER_M": 2, "SPLIT_FIXUP": 1}, "CLUSTER_N = 1 with SPLIT_FIXUP=1"),
     ({"CLUSTER_N": 2, "SPLIT_FIXUP": 1}, "CLUSTER_N = 1 with SPLIT_FIXUP=1"),
     ({"CLUSTER_N": 3}, "CLUSTER_N 1, 2 or 4"),

@@ -718,13 +718,14 @@ def check_config(c: dict) -> None:
          or (c["SWAP_AB"] == 1 and c["BN"] <= 200 and c["CLUSTER_M"] == 1 and c["CLUSTER_N"] <= 2
              and c["SPLIT_CLUSTER"] <= 1 and not c["EPI_OVERLAP"]),
          "BM 192 with BN <= 128 and no cluster, SPLIT_CLUSTER, SWAP_AB=1 or EPI_OVERLAP, or with SWAP_AB=1, BN <= 200, CLUSTER_M = 1 and CLUSTER_N <= 2 (three consumer warpgroups of 160 registers)"),
-        (c["BN"] in (16, 32, 64, 72, 96, 112, 128, 136, 144, 176, 192, 200, 256), "BN 16, 32, 64, 72, 96, 112, 128, 136, 144, 176, 192, 200 or 256 (the wgmma shapes kernel.cu wraps)"),
+        (c["BN"] in (16, 32, 64, 112, 128, 136, 144, 176, 192, 200, 256), "BN 16, 32, 64, 112, 128, 136, 144, 176, 192, 200 or 256 (the wgmma shapes kernel.cu wraps)"),
         (c["STAGES"] >= 2, "STAGES >= 2"),
         (c["GROUP_M"] >= 1, "GROUP_M >= 1"),
         (c["PERSISTENT"] in (0, 1), "PERSISTENT 0 or 1"),
         (c["ORDER"] in (0, 1, 2, 3), "ORDER 0 (row-major), 1 (grouped), 2 (Hilbert) or 3 (XOR of block indices)"),
         (c["TMA_STORE"] in (0, 1), "TMA_STORE 0 or 1 (per call: 1 where C can be a tensor map)"),
         (c["CLUSTER_M"] in (1, 2, 4), "CLUSTER_M 1, 2 or 4 (CTAs on vertically adjacent tiles, each loading BN / CLUSTER_M rows of B and multicasting them to all)"),
+        (c["BN"] % (8 * c["CLUSTER_M"]) == 0, "BN a multiple of 8 x CLUSTER_M (each CTA's slice of B whole 1024-byte swizzle atoms)"),
         (c["CLUSTER_N"] in (1, 2, 4), "CLUSTER_N 1, 2 or 4 (CTAs on horizontally adjacent tiles, each loading BM / CLUSTER_N rows of A and multicasting them along the row)"),
         (c["BM"] % (8 * c["CLUSTER_N"]) == 0, "BM a multiple of 8 x CLUSTER_N (each CTA's slice of A whole 1024-byte swizzle atoms)"),
         (c["CLUSTER_M"] * c["CLUSTER_N"] <= 8, "CLUSTER_M x CLUSTER_N <= 8 (the portable cluster size)"),
@@ -1004,12 +1005,6 @@ def _plan_shape(call: Call, copy: bool) -> tuple[int, int, int, int, int, int]:
     return bm, bn, splits, k_run, streamk_slots(call, bm), l2_promotion(m, n, k_run, c, dev)
 
 
-def b_box_rows(bn: int, cluster_m: int) -> int:
-    """The rows of B's TMA box: BN / CLUSTER_M (each CTA's slice of a cluster's shared B), or 8
-    where that is not whole 8-row atoms (kernel.cu's B_SLICES_EVEN: one box per atom)."""
-    return bn // cluster_m if bn % (8 * cluster_m) == 0 else 8
-
-
 def plan(call: Call, kernels) -> list:
     """The steps of one call: [pad A and B] -> main kernel -> [split-K reduction kernel, where
     SPLIT_FIXUP=0: with 1 the main kernel sums the splits itself]."""
@@ -1045,7 +1040,7 @@ def plan(call: Call, kernels) -> list:
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
     # multicasts them to the CTAs on its tile column and row)
     args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo),
-            tma.tensor_map(b, b_box_rows(bn, call.cfg["CLUSTER_M"]), 64, l2_promotion=promo),
+            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)

@@ -154,8 +154,6 @@
 #define B_BYTES (BN * BK * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define B_SLICE_ROWS (BN / CLUSTER_M)         // rows of B one CTA loads (and multicasts)
-// (where BN / 8 atoms do not divide by CLUSTER_M, each CTA loads its share of 8-row atoms instead)
-#define B_SLICES_EVEN (BN % (8 * CLUSTER_M) == 0)
 #define B_SLICE_BYTES (B_SLICE_ROWS * BK * 2)
 // Clusters of CLUSTER_M x CLUSTER_N CTAs (rank r: tile row r % CLUSTER_M, tile column r / CLUSTER_M
 // of the unit). CTAs on one tile column share B (each loads BN / CLUSTER_M of its rows and
@@ -1000,50 +998,6 @@ __device__ __forceinline__ void wgmma_m64n112k16(float (&d)[56], unsigned long l
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-// N = 72 and 96: 128 x 72 and 128 x 96 tiles in clusters of eight (4 along M sharing B, 2 along
-// N sharing A) fit one wave at 1000^3 where 64 x 128 tiles in such clusters need two: cuBLAS's
-// nvjet_sm90_hsh_72x128_64x8_2x4 there (SHAPES.md "Clusters of eight"). Knobs (AUTO=0).
-__device__ __forceinline__ void wgmma_m64n72k16(float (&d)[36], unsigned long long desc_a,
-                                               unsigned long long desc_b, int scale_d) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %38, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n72k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35"
-      "}, %36, %37, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-__device__ __forceinline__ void wgmma_m64n96k16(float (&d)[48], unsigned long long desc_a,
-                                               unsigned long long desc_b, int scale_d) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %50, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-      "}, %48, %49, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
 // N = 144: 128 x 144 tiles make exactly one wave where 128 x 192 tiles leave a quarter of the SMs
 // idle and 128 x 128 tiles need a second (1536 x 1536: 132 tiles for 132 SMs, as cuBLAS's
 // nvjet_sm90_hsh_144x128 kernel runs it there; README "The shape rule"). Stored directly.
@@ -1213,10 +1167,6 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
   wgmma_m64n200k16(d, da, db, scale_d);
 #elif BN == 112
   wgmma_m64n112k16(d, da, db, scale_d);
-#elif BN == 96
-  wgmma_m64n96k16(d, da, db, scale_d);
-#elif BN == 72
-  wgmma_m64n72k16(d, da, db, scale_d);
 #elif BN == 64
   wgmma_m64n64k16(d, da, db, scale_d);
 #elif BN == 32
@@ -1224,7 +1174,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
 #elif BN == 16
   wgmma_m64n16k16(d, da, db, scale_d);
 #else
-#error "BN must be 16, 32, 64, 72, 96, 112, 128, 136, 144, 176, 192, 200 or 256"
+#error "BN must be 16, 32, 64, 112, 128, 136, 144, 176, 192, 200 or 256"
 #endif
 }
 
@@ -1378,16 +1328,10 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
 #else
           tma_load_2d(a_dst, &tmap_a, kt * BK, block_m, full_bar + 8 * s, pol_a);
 #endif
-#if CLUSTER_M > 1 && B_SLICES_EVEN
+#if CLUSTER_M > 1
           // slice rm of B's rows, to every CTA on this tile column (ranks rn * CLUSTER_M ...)
           tma_load_2d_multicast(a_dst + A_BYTES + rm * B_SLICE_BYTES, &tmap_b, kt * BK,
                                 block_n + rm * B_SLICE_ROWS, full_bar + 8 * s, ((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M), pol_b);
-#elif CLUSTER_M > 1
-          // B's 8-row swizzle atoms shared out as evenly as they go (72 rows over 4: 3, 2, 2, 2),
-          // one 8-row box each (the host's map for B has 8-row boxes here)
-          for (int at = (BN / 8) * rm / CLUSTER_M; at < (BN / 8) * (rm + 1) / CLUSTER_M; ++at)
-            tma_load_2d_multicast(a_dst + A_BYTES + at * 1024, &tmap_b, kt * BK, block_n + 8 * at,
-                                  full_bar + 8 * s, ((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M), pol_b);
 #else
           tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s, pol_b);
 #endif
