@@ -21,7 +21,8 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "EPI_OVERLAP": 0, "SPLIT_FIXUP": 0, "MAX_SPLITS": 8, "PDL": 1, "PAD_K": 64,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
-          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 3}
+          "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 3,
+          "MID_SWAP": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -466,13 +467,48 @@ def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> PrefillTile | 
     return best
 
 
+# M just past 128 with the operands swapped (MID_SWAP=1, shipped; 0 turns it off): for M 129-192
+# all of x's rows in one tile of C^T, as wide as the narrowest of MID_SWAP_WIDTHS that holds them,
+# by 64 rows of the weight (one consumer warpgroup) where those tiles fit one wave, or by 128 where
+# the rule would otherwise take one row of 192 x 128 tiles (N 11,265-16,896 on 132 SMs). Where they
+# run, the rule took 64 x 256 tiles (three rows of them, EDGE_SHIFT's last one computing again the
+# rows before it) or 192 x 128 ones with A_ROWS; the swapped tile computes at most 15 rows of x past
+# M and reads the weight once per x tile. As knobs (results/probes/20261204T195124-nvidia-h200-
+# mid-swap-knobs.json and T195309 (mid-swap-widths), interleaved rounds, us, plain, the rule ->
+# the swapped tile (cuBLAS)): 129 x 6144 x 4096 28.0 -> 22.8 (24.4; 64 x 136), 136 x 6144 x 4096
+# 27.6 -> 22.0, 129 x 8192 x 4096 29.9 -> 25.8 (28.3), 129 x 8192 x 8192 52.9 -> 45.6 (48.2),
+# 144 x 8192 x 4096 30.2 -> 27.5 (29.8; 64 x 144), 160 x 6144 x 4096 28.0 -> 25.2 (24.9; 64 x 176),
+# 176 x 6144 x 4096 28.0 -> 24.4 (26.8), 192 x 8192 x 4096 30.6 -> 29.3 (32.1; 64 x 192),
+# 129 x 12288 x 4096 40.6 -> 35.7 (37.8; 128 x 136); level at 160 x 8192 x 4096 (29.9 both), slower
+# where the 64-row tiles fill only half a wave (129 x 4096 x 4096 18.9 -> 19.6: not taken) and where
+# a width leaves many rows of x empty (144 x 8192 x 4096 with 176: 36.1).
+MID_SWAP_WIDTHS = (136, 144, 176, 192)
+# The ring per tile (BM, BN): as many buffers of (BM + BN) x 64 x 2 B as fit next to the direct
+# store's staging and a fp32 bias (tests/test_v5.py compiles them and reads gemm_smem_bytes back).
+MID_SWAP_RING = {(64, 136): 8, (64, 144): 8, (64, 176): 7, (64, 192): 6,
+                 (128, 136): 6, (128, 144): 6, (128, 176): 5, (128, 192): 5}
+MID_SWAP_MIN_K_TILES = 16
+
+
+def _mid_swap(m: int, n: int, k: int, dev) -> tuple[int, int] | None:
+    """(BM, BN) of the swapped tile for M 129-192 (above), or None."""
+    if not 128 < m <= 192 or sector_misaligned(k) or cdiv(k, 64) < MID_SWAP_MIN_K_TILES:
+        return None
+    bn, sms = next(b for b in MID_SWAP_WIDTHS if b >= m), dev.sm_count
+    if 3 * cdiv(n, 256) <= sms < 3 * cdiv(n, 128) and cdiv(n, 64) <= sms:  # (where the rule takes 64 x 256)
+        return 64, bn
+    if 3 * cdiv(n, 256) > sms >= cdiv(n, 128):  # (where it takes one row of 192 x 128)
+        return 128, bn
+    return None
+
+
 SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (64, 64): 12, (64, 128): 7}
 
 
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
           cluster_split: bool = True, swap: bool = False, narrow_n: bool = False,
-          tall: bool = True, prefill_swap: int = 0) -> tuple[int, int, int, int, int, int, int, bool]:
+          tall: bool = True, prefill_swap: int = 0, mid_swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
     (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
@@ -496,6 +532,8 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if cdiv(m, bm) <= sms:
             return bm, bn, NARROW_RING[(bm, bn)], 1, 1, 1, 1, False
 
+    if mid_swap and (ms := _mid_swap(m, n, k, dev)):  # M 129-192, C^T's tiles (the note at _mid_swap)
+        return ms[0], ms[1], MID_SWAP_RING[ms], 1, 1, 1, 1, True
     if 128 < m <= 192 and not sector_misaligned(k) and 3 * cdiv(n, 256) <= sms < 3 * cdiv(n, 128):
         # M 129-192 (the note above): three rows of 64 x 256 tiles in one wave, where 64 x 128 ones
         # would need a second; 128-row tiles would compute 256 rows for at most 192
@@ -513,7 +551,7 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         # where their elements of C per SM (waves x BM x BN) are no more than the tile the rule would
         # pick otherwise leaves each SM: BM x BN where its tiles fit one wave, else its tiles spread
         # evenly over the SMs and 15% more (what its stream-K's balance cost, measured)
-        bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, False)
+        bm, bn, _, splits, *_ = _auto(m, n, k, dev, max_splits, cluster_split, swap, narrow_n, tall, 0)
         tiles = cdiv(m, bm) * cdiv(n, bn) * splits
         if (ps.elements() * splits <= bm * bn) if tiles <= sms else \
                 (100 * ps.elements() * splits * sms <= 115 * tiles * bm * bn):
@@ -628,17 +666,17 @@ def _rule(m: int, n: int, k: int, c: dict, dev) -> Rule:
     # defines_for's answer) say SWAP_AB=1 and CLUSTER_N=2, and must get the same answer again
     prefill = c["PREFILL_SWAP"] if c["SWAP_AB"] != 0 and c["CLUSTER_M"] == 1 and (alone or c["SWAP_AB"] == 1) else 0
     return Rule(*_auto(m, n, _rule_k(m, n, k, c), dev, c["MAX_SPLITS"], _cluster_split_ok(c), swap,
-                       bool(c["NARROW_N"]) and alone, alone, prefill))
+                       bool(c["NARROW_N"]) and alone, alone, prefill, bool(c["MID_SWAP"]) and c["SWAP_AB"] != 0 and alone))
 
 
 def swap_wanted(call: Call) -> int:
     """SWAP_AB as a call asks for it: 1 where SWAP_AB=1, or where SWAP_AB=2 (shipped) and the
-    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP >= 1 (both with AUTO=1: the
+    epilogue has an activation and M <= 32, or M > 64 with PREFILL_SWAP >= 1 or MID_SWAP=1 (both with AUTO=1: the
     rule decides); else 0. (`swapped` then says where the rule allows.)"""
     c, m = call.cfg, call.m
     if c["SWAP_AB"] == 1:
         return 1
-    return int(c["SWAP_AB"] == 2 and bool(c["AUTO"]) and ((m > 64 and bool(c["PREFILL_SWAP"]))
+    return int(c["SWAP_AB"] == 2 and bool(c["AUTO"]) and ((m > 64 and bool(c["PREFILL_SWAP"] or c["MID_SWAP"]))
                                                           or (call.epilogue.activation is not None and m <= 32)))
 
 
@@ -759,6 +797,7 @@ def check_config(c: dict) -> None:
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
         (c["PREFILL_SWAP"] in (0, 1, 2, 3), "PREFILL_SWAP 0, 1, 2 or 3 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192, 3 also of 256)"),
+        (c["MID_SWAP"] in (0, 1), "MID_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 129-192 where they fit one wave, AUTO=1)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
