@@ -49,6 +49,13 @@ def a_rows_for(m: int, bm: int, c: dict) -> int:
         return cdiv(m, 8) * 8
     return _decode_rows(m) if (c["AUTO"] or c["SPLIT_CLUSTER"] > 1) and bm == 64 and c["CLUSTER_N"] == 1 else bm
 
+def b_rows_for(m: int, bn: int, swap: bool, cluster_m: int) -> int:
+    """kernel.cu's B_ROWS for a call: M rounded up to 8 where the kernel runs C^T's tiles past
+    decode (M > 64) and all of x's M rows fit one tile of BN, unclustered along M (the MID_SWAP
+    tiles; TMA then loads no rows past M instead of zero-filling up to BN - 8); else BN."""
+    return cdiv(m, 8) * 8 if swap and 64 < m <= bn and cluster_m == 1 else bn
+
+
 # The kernel's ACT and BIAS defines (kernel.cu, "epilogue math"): one compiled kernel per epilogue.
 ACT_CODE = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 assert set(ACT_CODE) - {None} == set(ACTIVATIONS)
@@ -862,6 +869,7 @@ def _defines_for(call: Call) -> dict:
     tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(m, n, call.out.data.ptr) != "direct")
     overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
     return {"BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": a_rows_for(m, bm, c),
+            "B_ROWS": b_rows_for(m, bn, swap, cluster_for(m, n, k, c, dev)[0]),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
@@ -1079,7 +1087,7 @@ def plan(call: Call, kernels) -> list:
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
     # multicasts them to the CTAs on its tile column and row)
     args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo),
-            tma.tensor_map(b, bn // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
+            tma.tensor_map(b, call.cfg["B_ROWS"] // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
             tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)

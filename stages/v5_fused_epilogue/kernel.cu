@@ -150,9 +150,21 @@
 #if SWAP_AB && (TMA_STORE || PARTIAL || STREAMK || SPLIT_CLUSTER > 1 || EPI_OVERLAP || A_ROWS != BM)
 #error "SWAP_AB needs TMA_STORE=0, PARTIAL=0, STREAMK=0, no SPLIT_CLUSTER or EPI_OVERLAP, and A_ROWS == BM"
 #endif
+// B_ROWS < BN (C^T's tiles where all of x's rows fit one tile: M 129-192, the host's MID_SWAP): TMA
+// loads only the rows of B that exist, rounded up to 8, where it would zero-fill up to BN - 8 more
+// (zero-filled rows cost load time: "M just past 128" in SHAPES.md). Rows B_ROWS .. BN - 1 of each
+// buffer are never written: the wgmma reads whatever they hold, and their products land in tile
+// columns >= N (column j of the tile is row j of B alone), which the store skips.
+#ifndef B_ROWS
+#define B_ROWS BN
+#endif
+#if B_ROWS != BN && (B_ROWS % 8 != 0 || B_ROWS > BN || CLUSTER_M > 1 || !SWAP_AB)
+#error "B_ROWS < BN needs SWAP_AB=1, no cluster along M and B_ROWS a multiple of 8"
+#endif
 #define A_BYTES (A_ROWS * BK * 2)             // one A tile in shared memory
 #define B_BYTES (BN * BK * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
+#define LOAD_BYTES (A_BYTES + B_ROWS * BK * 2)  // what TMA writes into a buffer (B_ROWS < BN: less)
 #define B_SLICE_ROWS (BN / CLUSTER_M)         // rows of B one CTA loads (and multicasts)
 #define B_SLICE_BYTES (B_SLICE_ROWS * BK * 2)
 // Clusters of CLUSTER_M x CLUSTER_N CTAs (rank r: tile row r % CLUSTER_M, tile column r / CLUSTER_M
@@ -1320,7 +1332,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           // Lap u > 0 refills buffer s: wait until every consumer warp (of every CTA) released lap u-1.
           if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
           const unsigned a_dst = smem_base + s * STAGE_BYTES;
-          mbar_expect_tx(full_bar + 8 * s, STAGE_BYTES);  // all of A and B (every slice, with a cluster)
+          mbar_expect_tx(full_bar + 8 * s, LOAD_BYTES);  // all of A and B (every slice, with a cluster)
 #if CLUSTER_N > 1
           // slice rn of A's rows, to every CTA on this tile row (ranks rm, rm + CLUSTER_M, ...)
           tma_load_2d_multicast(a_dst + rn * A_SLICE_BYTES, &tmap_a, kt * BK, block_m + rn * A_SLICE_ROWS,
