@@ -69,8 +69,8 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((1, 7, 13), (64, 128, 11, 1)),           # one k-block: no split
     ((32, 14336, 4096), (64, 128, 10, 1)),   # 32 rows of A: 10 buffers
     ((64, 14336, 4096), (64, 128, 8, 1)),
-    ((129, 8192, 4096), (64, 256, 5, 1)),     # M 129-192: three rows of 64 x 256 in one wave
-    ((192, 8192, 4096), (64, 256, 5, 1)),
+    ((129, 8192, 4096), (64, 136, 8, 1)),     # M 129-192: C^T's tiles, x's rows in one of 136 (MID_SWAP, below)
+    ((192, 8192, 4096), (64, 192, 6, 1)),     # ... 192 wide (MID_SWAP=0: three rows of 64 x 256, below)
     ((192, 5120, 4096), (64, 128, 8, 1)),     # 64 x 128 fits one wave: no 64 x 256
     ((160, 8192, 4104), (128, 256, 4, 1)),    # rows that start mid-sector: 2 x 2 clusters
     ((300, 4096, 4096), (64, 192, 6, 1)),     # M > 192: one wave of 64 x 192 (110 tiles); 128 x 128 fills 96 SMs
@@ -78,9 +78,9 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
     ((384, 4096, 8192), (64, 192, 6, 1)),     # 132 tiles
     ((448, 4096, 4096), (128, 128, 6, 1)),    # 64 x 192 would need 154 tiles
     ((384, 3000, 4096), (128, 128, 6, 1)),    # 96 tiles of 64 x 192: under 3/4 of the wave (not timed)
-    ((129, 14336, 4096), (192, 128, 4, 1)),   # 64 x 256 would need a second wave: one row of 192 x 128
-    ((192, 12288, 4096), (192, 128, 4, 1)),
-    ((150, 16384, 4096), (192, 128, 4, 1)),
+    ((129, 14336, 4096), (128, 136, 6, 1)),   # 64-row swapped tiles would need a second wave: 128 rows of the weight
+    ((192, 12288, 4096), (128, 192, 5, 1)),   # (MID_SWAP=0: one row of 192 x 128, below)
+    ((150, 16384, 4096), (128, 176, 5, 1)),
     ((129, 16897, 4096), (128, 256, 4, 1)),   # 192 x 128 would need a second wave too
     ((513, 11008, 4096), (192, 128, 4, 1)),   # M 513-576: 192-row tiles, 258 of them, the last wave 95% full
     ((384, 14336, 4096), (192, 128, 4, 1)),   # M 321-384: 224 tiles, the last wave 70% full
@@ -608,6 +608,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"AUTO": 0, "BM": 256, "BN": 176, "SWAP_AB": 1}, "BM 256 only with SWAP_AB=1, BN <= 136"),
     ({"AUTO": 0, "BM": 256, "BN": 136, "SWAP_AB": 1, "REG_SPLIT": 0}, "EPI_OVERLAP and REG_SPLIT 1 or 2"),
     ({"PREFILL_SWAP": 4}, "PREFILL_SWAP 0, 1, 2 or 3"),
+    ({"MID_SWAP": 2}, "MID_SWAP 0 or 1"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),
     ({"NARROW_N": 2}, "NARROW_N 0 or 1")])
@@ -1072,11 +1073,13 @@ def test_prefill_swap_takes_256_row_tiles_where_they_fit_one_wave(shape, tile):
 
 
 @pytest.mark.parametrize("cfg", [{}, {"PREFILL_SWAP": 0}, {"PREFILL_SWAP": 1}, {"PREFILL_SWAP": 2}, {"PREFILL_SWAP": 3, "SWAP_AB": 0}, {"SWAP_AB": 1},
+                                 {"MID_SWAP": 0}, {"PREFILL_SWAP": 0, "MID_SWAP": 1},
                                  {"AUTO": 0, "BM": 64, "BN": 128, "STAGES": 8, "SPLIT_CLUSTER": 2}])
 @pytest.mark.parametrize("shape", [(257, 14336, 4096), (385, 11008, 4096), (513, 4096, 14336), (16, 14336, 4096),
                                    (1, 4096, 4096), (1000, 1000, 1000), (4096, 4096, 4096), (513, 11008, 4096),
                                    (257, 14336, 4104), (129, 14336, 4096), (320, 14336, 4096), (24, 9000, 4096),
-                                   (400, 12288, 4096), (545, 8192, 8192), (385, 11001, 4096)])
+                                   (400, 12288, 4096), (545, 8192, 8192), (385, 11001, 4096), (150, 8192, 4096),
+                                   (129, 6144, 4096)])
 @pytest.mark.parametrize("act", [None, "gelu"])
 def test_a_calls_own_defines_give_the_rule_the_same_answer(cfg, shape, act):
     """plan and geometry see the configuration merged with defines_for's answer (stage.prepare):
@@ -1121,6 +1124,79 @@ def test_the_rules_prefill_swap_is_right(runnable):
     the weight; pairs and alone, one wave and two), stored transposed, the bias per tile row, every
     epilogue case."""
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), PREFILL_SWAP_SHAPES)
+
+
+@pytest.mark.parametrize("shape, tile", [
+    # (BM, BN, B_ROWS): x's rows in one tile of C^T, the narrowest of 136, 144, 176, 192 that holds them, the
+    # TMA box only the rows that exist (B_ROWS); 64 rows of the weight where those tiles fit one wave
+    ((129, 6144, 4096), (64, 136, 136)), ((140, 8192, 4096), (64, 144, 144)), ((150, 8192, 4096), (64, 176, 152)),
+    ((184, 6144, 8192), (64, 192, 184)), ((129, 8192, 1024), (64, 136, 136)),  # (136 wide from 16 k-blocks)
+    ((168, 7168, 2048), (64, 176, 168)),
+    # ... else 128 where the rule took one row of 192 x 128 tiles
+    ((129, 14336, 4096), (128, 136, 136)), ((150, 16384, 4096), (128, 176, 152)), ((177, 12288, 4096), (128, 192, 184)),
+    ((160, 14336, 1024), None), ((190, 8192, 1024), None),  # 176 and 192 wide under 32 k-blocks: slower
+    ((129, 4096, 4096), None),    # 64 tiles of the weight, under half a wave: slower (64 x 128 alone)
+    ((129, 11008, 4096), None),   # 172 tiles of 64 rows need a second wave; the rule takes 64 x 256 there (not timed)
+    ((129, 16897, 4096), None),   # 133 tiles of 128 rows: more than a wave
+    ((160, 8192, 4104), None),    # rows that start mid-sector
+    ((128, 8192, 4096), None), ((193, 8192, 4096), None)])  # M outside 129-192
+def test_mid_swap_takes_one_tile_of_x_where_it_was_measured_faster(shape, tile):
+    """MID_SWAP=1 (shipped): M 129-192 with the operands swapped where the record had it faster
+    (results/probes/20261204T195558, T195808), its ring, no stream-K, no edge shift, no cluster, and
+    the call's defines saying the same; MID_SWAP=0 never."""
+    c = V5.defines
+    assert not v5.swapped(*shape, {**c, "MID_SWAP": 0}, DEV)
+    assert v5.swapped(*shape, c, DEV) == (tile is not None)
+    if tile is None:
+        return
+    bm, bn, b_rows = tile
+    assert v5.shape_config(*shape, c, DEV) == (bm, bn, v5.MID_SWAP_RING[(bm, bn)], 1)
+    assert v5.cluster_for(*shape, c, DEV) == (1, 1) and v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
+    assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
+    for act in (None, "gelu"):
+        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+        d = v5.defines_for(call)
+        assert (d["BM"], d["BN"], d["A_ROWS"], d["B_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"]) == \
+            (bm, bn, bm, b_rows, 1, 0, 0)
+        assert v5.geometry(*shape, {**c, **d}, DEV).block == (128 * (1 + bm // 64), 1, 1)
+
+
+def test_b_rows_only_where_x_fits_one_swapped_tile():
+    """B_ROWS < BN only for C^T's tiles past decode that hold all of x's rows, unclustered along M:
+    not for decode's swapped tiles, the prefill swap's two or more tiles of x, or C's own tiles."""
+    assert v5.b_rows_for(150, 176, True, 1) == 152 and v5.b_rows_for(129, 136, True, 1) == 136
+    assert v5.b_rows_for(10, 16, True, 1) == 16        # decode (M <= 64)
+    assert v5.b_rows_for(300, 176, True, 1) == 176     # x in two tiles
+    assert v5.b_rows_for(150, 176, False, 1) == 176    # not swapped
+    assert v5.b_rows_for(150, 176, True, 2) == 176     # B shared along M by a cluster
+    for shape in [(4096, 4096, 4096), (1, 4096, 4096), (16, 14336, 4096), (257, 14336, 4096), (1000, 1000, 1000)]:
+        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, V5.defines, DEV, contract.Epilogue(None, 1.0, "gelu"))
+        d = v5.defines_for(call)
+        assert d["B_ROWS"] == d["BN"], shape
+
+
+def test_the_mid_swap_rings_fit():
+    """MID_SWAP_RING: the ring depth of each swapped tile of M 129-192 fits the H200's 232,448 B with an
+    fp32 bias (the largest epilogue stage)."""
+    for (bm, bn), stages in v5.MID_SWAP_RING.items():
+        d = {**V5.defines, "AUTO": 0, "BM": bm, "BN": bn, "STAGES": stages, "A_ROWS": bm, "B_ROWS": bn - 8,
+             "ACT": 2, "BIAS": 2, "TMA_STORE": 0, "STREAMK": 0, "SWAP_AB": 1, "EDGE_SHIFT": 0, "EPI_DEFER": 0}
+        smem = V5.compile("sm_90a", d).constant("gemm_smem_bytes", 0)
+        assert 0 < smem <= SMEM_MAX, (bm, bn, stages, smem)
+
+
+MID_SWAP_SHAPES = [(131, 6001, 1008), (131, 6001, 1001), (137, 7000, 2000), (145, 8191, 2064), (177, 7001, 2064),
+                   (129, 14335, 4112), (150, 12001, 2064), (191, 13999, 2064)]
+
+
+@pytest.mark.hopper
+def test_the_rules_mid_swap_is_right(runnable):
+    """M 129-192 (MID_SWAP=1, shipped): the rule's swapped tiles of 64 and 128 rows of the weight, 136-192
+    wide, with B_ROWS < BN (rows of the buffer that TMA never writes) and = BN, odd N, a partial last
+    k-block and the padded copy (K % 8 != 0), every epilogue case."""
+    c = V5.defines
+    assert all(v5.swapped(m, n, v5._rule_k(m, n, k, c), c, DEV) for m, n, k in MID_SWAP_SHAPES)
+    _right_with_every_epilogue(runnable("v5_fused_epilogue"), MID_SWAP_SHAPES)
 
 
 @pytest.mark.hopper

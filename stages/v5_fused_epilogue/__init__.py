@@ -480,7 +480,8 @@ def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> PrefillTile | 
 # the rule would otherwise take one row of 192 x 128 tiles (N 11,265-16,896 on 132 SMs). Where they
 # run, the rule took 64 x 256 tiles (three rows of them, EDGE_SHIFT's last one computing again the
 # rows before it) or 192 x 128 ones with A_ROWS; the swapped tile computes at most 15 rows of x past
-# M and reads the weight once per x tile. As knobs (results/probes/20261204T195124-nvidia-h200-
+# M, and its TMA box for x holds only the rows that exist (kernel.cu B_ROWS: zero-filled rows cost
+# load time, 150 x 8192 x 4096 34.4 us with a box of 176 rows, 27.4 with 152). As knobs (results/probes/20261204T195124-nvidia-h200-
 # mid-swap-knobs.json and T195309 (mid-swap-widths), interleaved rounds, us, plain, the rule ->
 # the swapped tile (cuBLAS)): 129 x 6144 x 4096 28.0 -> 22.8 (24.4; 64 x 136), 136 x 6144 x 4096
 # 27.6 -> 22.0, 129 x 8192 x 4096 29.9 -> 25.8 (28.3), 129 x 8192 x 8192 52.9 -> 45.6 (48.2),
@@ -488,20 +489,33 @@ def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> PrefillTile | 
 # 176 x 6144 x 4096 28.0 -> 24.4 (26.8), 192 x 8192 x 4096 30.6 -> 29.3 (32.1; 64 x 192),
 # 129 x 12288 x 4096 40.6 -> 35.7 (37.8; 128 x 136); level at 160 x 8192 x 4096 (29.9 both), slower
 # where the 64-row tiles fill only half a wave (129 x 4096 x 4096 18.9 -> 19.6: not taken) and where
-# a width leaves many rows of x empty (144 x 8192 x 4096 with 176: 36.1).
+# a width leaves many rows of x empty (144 x 8192 x 4096 with 176: 36.1). The rule's own builds
+# against MID_SWAP=0 (results/probes/20261204T195558-nvidia-h200-mid-swap-rule.json and T195808
+# (mid-swap-brows), 4 interleaved rounds, us, plain, without -> with (cuBLAS)): 129 x 6144 x 4096
+# 27.8 -> 22.5 (24.5), 144 x 6144 x 14336 80.5 -> 60.4 (62.2), 150 x 8192 x 4096 30.3 -> 27.4
+# (29.2), 184 x 6144 x 8192 48.6 -> 43.6 (46.0), 129 x 12288 x 4096 40.0 -> 36.0 (37.1), 129 x
+# 14336 x 4096 43.1 -> 40.4 (41.9), 150 x 16384 x 4096 47.0 -> 45.8 (47.2); 2-25% less at all 22
+# shapes where it swaps (0.90-1.09x cuBLAS, from 0.77-1.01x); at 16 k-blocks see
+# MID_SWAP_MIN_K_TILES. SHAPES.md "M just past 128 with the operands swapped".
 MID_SWAP_WIDTHS = (136, 144, 176, 192)
 # The ring per tile (BM, BN): as many buffers of (BM + BN) x 64 x 2 B as fit next to the direct
 # store's staging and a fp32 bias (tests/test_v5.py compiles them and reads gemm_smem_bytes back).
 MID_SWAP_RING = {(64, 136): 8, (64, 144): 8, (64, 176): 7, (64, 192): 6,
                  (128, 136): 6, (128, 144): 6, (128, 176): 5, (128, 192): 5}
-MID_SWAP_MIN_K_TILES = 16
+# The fewest k-blocks per width: at 16 the tiles 136 wide won (129 x 8192 x 1024 13.2 -> 12.4 us) and
+# those 176 and 192 wide lost (160 x 14336 x 1024 17.0 -> 17.6, 190 x 8192 x 1024 13.2 -> 13.8); at
+# 32 the 176 won (168 x 7168 x 2048 18.0 -> 17.1; results/probes/20261204T195808-nvidia-h200-mid-
+# swap-brows.json). 144 at 16 was not timed: 32, as the wider ones.
+MID_SWAP_MIN_K_TILES = {136: 16, 144: 32, 176: 32, 192: 32}
 
 
 def _mid_swap(m: int, n: int, k: int, dev) -> tuple[int, int] | None:
     """(BM, BN) of the swapped tile for M 129-192 (above), or None."""
-    if not 128 < m <= 192 or sector_misaligned(k) or cdiv(k, 64) < MID_SWAP_MIN_K_TILES:
+    if not 128 < m <= 192 or sector_misaligned(k):
         return None
     bn, sms = next(b for b in MID_SWAP_WIDTHS if b >= m), dev.sm_count
+    if cdiv(k, 64) < MID_SWAP_MIN_K_TILES[bn]:
+        return None
     if 3 * cdiv(n, 256) <= sms < 3 * cdiv(n, 128) and cdiv(n, 64) <= sms:  # (where the rule takes 64 x 256)
         return 64, bn
     if 3 * cdiv(n, 256) > sms >= cdiv(n, 128):  # (where it takes one row of 192 x 128)
