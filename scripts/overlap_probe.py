@@ -98,7 +98,12 @@ shapes = [parse_shape(s) for s in args.shapes.split(",") if s]
 vshapes = [parse_shape(s) for s in args.verify_shapes.split(",") if s]
 labels = args.epilogues.split(",")
 names = args.variants.split(",")
-stages_by_name = {nm: variant(nm) for nm in names}
+# The baselines are timed beside the variants where they compute the epilogue (BASE, below), never
+# as variants: `variant` would build v5's shipped kernel for the name "cublas", which the timing of a
+# fused epilogue (where cuBLAS computes none) then printed under cuBLAS's name (so did every probe
+# before 2026-12-04T20:10: its "cublas" rows with an epilogue other than plain are v5's shipped build).
+BASELINES = ("cublas", "torch_addmm_gelu", "torch_linear")
+stages_by_name = {nm: variant(nm) for nm in names if nm not in BASELINES}
 
 # ---- compile everything first, in parallel ---------------------------------------------------
 jobs = {}
@@ -148,7 +153,7 @@ for (m, n, k) in shapes:
         a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
         ref, mag = verify.reference(a, b, cp, epi)
         out = cp.empty((m, n), cp.float16)
-        entries = {nm: stages_by_name[nm] for nm in names}
+        entries = {nm: stages_by_name[nm] for nm in names if nm in stages_by_name}
         for base in BASE.get(label, ["torch_linear"] if label != "plain" else []):
             if base == "cublas" or torch_ok:
                 entries[base] = stages.get(base)

@@ -46,6 +46,8 @@ ROWS = [
     ((16, 14336, 4096), "bias+gelu_tanh"), ((14336, 16, 4096), "plain"), ((129, 14336, 4096), "bias+silu"),
     ((129, 8192, 4096), "bias+gelu_tanh"), ((400, 12288, 4096), "plain"), ((400, 12288, 4096), "bias+gelu"),
     ((545, 8192, 8192), "bias+silu"), ((257, 14336, 4096), "plain"), ((385, 11008, 4096), "bias+gelu_tanh"),
+    ((150, 8192, 4096), "plain"), ((150, 16384, 4096), "bias+gelu"), ((160, 14336, 1024), "plain"),
+    ((129, 11008, 4096), "plain"),
 ]
 
 
@@ -84,7 +86,8 @@ def build_row(shape, epi_text):
 
 
 def describe(d: dict) -> str:
-    tile = f"{d['BM']} × {d['BN']}" + (f" (A rows {d['A_ROWS']})" if d["A_ROWS"] != d["BM"] else "")
+    tile = f"{d['BM']} × {d['BN']}" + (f" (A rows {d['A_ROWS']})" if d["A_ROWS"] != d["BM"] else "") \
+        + (f" (B rows {d['B_ROWS']})" if d.get("B_ROWS", d["BN"]) != d["BN"] else "")
     cm, cn = d.get("CLUSTER_M", 1), d.get("CLUSTER_N", 1)
     bits = [f"{cm} × {cn} cluster"] if cm * cn > 1 else []
     bits += ["K split in pairs"] if d.get("SPLIT_CLUSTER", 1) > 1 else []
