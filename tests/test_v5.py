@@ -701,14 +701,15 @@ def test_l2_promotion_is_128_only_for_mid_sector_rows_on_l2_sized_grids(shape, p
 @pytest.mark.parametrize("shape, hint", [((16, 14336, 4096), 1), ((128, 14336, 4096), 1), ((1, 4096, 4096), 1),
                                          ((16, 4096, 14336), 1), ((64, 4096, 4096), 1), ((1, 7, 13), 1),
                                          ((128, 4096, 4096), 1), ((256, 4096, 4096), 1), ((130, 5000, 5000), 1),
-                                         ((129, 14336, 4096), 1), ((14336, 16, 4096), 2), ((4096, 256, 4096), 2),
+                                         ((129, 14336, 4096), 2), ((14336, 16, 4096), 2), ((4096, 256, 4096), 2),
                                          ((256, 2048, 8192), 1), ((512, 1024, 4096), 0), ((1024, 14336, 4096), 0),
                                          ((1000, 1000, 1000), 0),
                                          ((4096, 4096, 4096), 0), ((4095, 4097, 4104), 0)])
 def test_l2_hint_marks_the_operand_streamed_once(shape, hint):
     """The weight streamed once (read by a single row of tiles, or by rows that run in one wave and
     at least HINT_RATIO times the activations) is evicted first and the activations last (1); the
-    mirror case the other way (2); no hint where both are reread (several waves, or a ratio under
+    mirror case the other way (2: also the weight, where the rule swaps the operands, as MID_SWAP does
+    at 129 x 14336 x 4096); no hint where both are reread (several waves, or a ratio under
     HINT_RATIO: 512 x 1024 is 2); L2_HINT 0-2 overrides."""
     assert v5.l2_hint(*shape, V5.defines, DEV) == hint
     assert v5.l2_hint(*shape, {**V5.defines, "L2_HINT": 0}, DEV) == 0
