@@ -150,7 +150,8 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
 def _every_build():
     """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), the
     decode tile with 16 and 32 rows of A per buffer (DECODE_RING) and the decode tiles split in
-    clusters with the weight's L2 hint, the swapped decode tiles and a small N's (NARROW_RING), every
+    clusters with the weight's L2 hint, the swapped decode tiles, those of M 129-192 (MID_SWAP_RING)
+    and a small N's (NARROW_RING), every
     tile with the L2 hint (one C path, no split), each
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
     partials, which store directly); per call (defines_for) with and without the stream-K fixup
@@ -160,6 +161,10 @@ def _every_build():
             for bias in (0, 2):
                 yield {"BM": 128, "BN": bn, "STAGES": depth, "A_ROWS": 128, "ACT": act, "BIAS": bias, "TMA_STORE": 0,
                        "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1, "L2_HINT": 2}
+    for (bm, bn), depth in v5.MID_SWAP_RING.items():  # C^T's tiles of M 129-192 (MID_SWAP): x's box short of BN
+        for act in v5.ACT_CODE.values():
+            yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": bm, "B_ROWS": bn - 8, "ACT": act, "BIAS": 2,
+                   "TMA_STORE": 0, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1, "L2_HINT": 2}
     for (bm, bn), depth in v5.NARROW_RING.items():  # a small N (NARROW_N=1): direct store, unsplit
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
