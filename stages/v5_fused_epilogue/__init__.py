@@ -1038,8 +1038,8 @@ def edge_shift(m: int, n: int, k: int, c: dict, dev, streamk: bool | None = None
     """kernel.cu's EDGE_SHIFT for a call: 0 where configured 0 or where stream-K splits a unit; 1
     where configured 1; by shape (-1, shipped) 1 where every unit runs in one wave. `streamk`:
     streamk_pays for the call, where the caller has it (defines_for), else computed here."""
-    if c["EDGE_SHIFT"] == 0 or (m > 64 and c["EDGE_SHIFT"] != 1 and swapped(m, n, k, c, dev)):
-        return 0  # (the swapped tiles past decode: by shape, without; EDGE_SHIFT=1 shifts x's last tile too)
+    if c["EDGE_SHIFT"] == 0 or (m > 64 and swapped(m, n, k, c, dev)):  # (the swapped prefill tiles: measured without)
+        return 0
     if streamk is None:
         streamk = streamk_pays(m, n, k, c, dev)
     if streamk:
