@@ -110,7 +110,7 @@ def test_every_choice_builds_and_leaves_no_split_empty(m, n, k, cn):
     a_rows = v5.a_rows_for(m, bm, cfg)
     sc = v5.split_cluster(m, n, k, cfg, DEV)
     assert cn == 1 or (a_rows == bm and sc == 1)
-    assert stages_ == (v5.SPLIT_CLUSTER_RING[(a_rows, bn)] if sc > 1 else v5.DECODE_RING[a_rows] if a_rows < bm
+    assert stages_ == (v5.SPLIT_CLUSTER_RING[(a_rows, bn)] if sc > 1 else v5.DECODE_RING[a_rows] if a_rows < bm == 64
                        else v5.NARROW_RING[(bm, bn)] if bn < 64 else v5.TILES[(bm, bn)])
     assert a_rows >= min(m, bm), "every row of A that exists has its place in the ring buffer"
     nkt = cdiv(k, 64)
@@ -165,6 +165,10 @@ def _every_build():
         for act in v5.ACT_CODE.values():
             yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": bm, "B_ROWS": bn - 8, "ACT": act, "BIAS": 2,
                    "TMA_STORE": 0, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1, "L2_HINT": 2}
+    for bn in (128, 256):  # a 128-row tile at M 65-127 (A_ROWS_128): A's box short of BM
+        for act in v5.ACT_CODE.values():
+            yield {"BM": 128, "BN": bn, "STAGES": v5.TILES[(128, bn)], "A_ROWS": 72, "ACT": act, "BIAS": 2,
+                   "TMA_STORE": 1, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "L2_HINT": 1}
     for (bm, bn), depth in v5.NARROW_RING.items():  # a small N (NARROW_N=1): direct store, unsplit
         for act in v5.ACT_CODE.values():
             for bias in (0, 2):
@@ -614,6 +618,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"AUTO": 0, "BM": 256, "BN": 136, "SWAP_AB": 1, "REG_SPLIT": 0}, "EPI_OVERLAP and REG_SPLIT 1 or 2"),
     ({"PREFILL_SWAP": 4}, "PREFILL_SWAP 0, 1, 2 or 3"),
     ({"MID_SWAP": 2}, "MID_SWAP 0 or 1"),
+    ({"A_ROWS_128": 2}, "A_ROWS_128 0 or 1"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),
     ({"NARROW_N": 2}, "NARROW_N 0 or 1")])
@@ -1203,6 +1208,41 @@ def test_the_rules_mid_swap_is_right(runnable):
     c = V5.defines
     assert all(v5.swapped(m, n, v5._rule_k(m, n, k, c), c, DEV) for m, n, k in MID_SWAP_SHAPES)
     _right_with_every_epilogue(runnable("v5_fused_epilogue"), MID_SWAP_SHAPES)
+
+
+A_ROWS_128_SHAPES = [(65, 14335, 1000), (72, 14336, 4096), (97, 16001, 13), (80, 30001, 520), (66, 20000, 200),
+                     (100, 40000, 4096), (90, 36000, 2048)]
+
+
+@pytest.mark.parametrize("shape, a_rows, cluster_m, streamk", [
+    ((65, 14335, 1000), 72, 1, 0), ((72, 14336, 4096), 72, 1, 0), ((97, 16001, 13), 104, 1, 0),
+    ((80, 30001, 520), 80, 2, 0), ((66, 20000, 200), 72, 1, 0), ((100, 40000, 4096), 104, 1, 1), ((90, 36000, 2048), 96, 1, 1)])
+def test_a_128_row_tile_holds_only_the_a_rows_that_exist(shape, a_rows, cluster_m, streamk):
+    """A_ROWS_128=1 (shipped): where the rule runs one row of 128-row tiles for M 65-127, TMA's box for
+    A holds M rounded up to 8 rows (the second warpgroup reads the rest of its 64 from B's first
+    rows, products in rows >= M no store writes), with pairs sharing B, stream-K and the padded copy
+    among these; A_ROWS_128=0: all 128."""
+    for act in (None, "gelu"):
+        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, V5.defines, DEV, contract.Epilogue(None, 1.0, act))
+        d = v5.defines_for(call)
+        assert (d["BM"], d["A_ROWS"], d["CLUSTER_M"], d["STREAMK"]) == (128, a_rows, cluster_m, streamk)
+        off = v5.defines_for(Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, {**V5.defines, "A_ROWS_128": 0},
+                                  DEV, contract.Epilogue(None, 1.0, act)))
+        assert off["A_ROWS"] == 128 and {k: v for k, v in off.items() if k != "A_ROWS"} == \
+            {k: v for k, v in d.items() if k != "A_ROWS"}
+    assert v5.a_rows_for(121, 128, V5.defines) == 128 and v5.a_rows_for(64, 128, V5.defines) == 128
+    assert v5.a_rows_for(72, 128, {**V5.defines, "CLUSTER_N": 2}) == 128  # (A's slices are whole tiles' rows)
+
+
+@pytest.mark.hopper
+def test_the_128_row_tiles_with_the_a_rows_that_exist_are_right(runnable):
+    """A_ROWS_128=1 (shipped): the rule's 128-row tiles at M 65-127 with A_ROWS < 128 (TMA and direct
+    stores, pairs sharing B, stream-K, the padded copy), and the same tile as a knob on small odd
+    shapes, every epilogue case."""
+    st = runnable("v5_fused_epilogue")
+    _right_with_every_epilogue(st, A_ROWS_128_SHAPES)
+    knob = st.variant(AUTO=0, BM=128, BN=128, STAGES=v5.TILES[(128, 128)])
+    _right_with_every_epilogue(knob, [(65, 7, 13), (72, 1000, 1000), (100, 333, 4104), (127, 129, 64)])
 
 
 @pytest.mark.hopper

@@ -132,12 +132,13 @@
 // accumulator rows >= M, which no store path writes. Each buffer is 6 or 4 KiB smaller, so the
 // ring holds 11 or 10 buffers where it held 8 (the weight is the stream that matters here).
 // BM 192 with M 129-184 (one row of tiles): the same for the last warpgroup's 64 rows, A_ROWS =
-// M rounded up to 8, so that TMA zero-fills at most 7 rows of a box instead of up to 63.
+// M rounded up to 8, so that TMA zero-fills at most 7 rows of a box instead of up to 63; and BM
+// 128 with M 65-120 (the host's A_ROWS_128).
 #ifndef A_ROWS
 #define A_ROWS BM
 #endif
-#if A_ROWS != BM && ((BM != 64 && BM != 192) || A_ROWS % 8 != 0 || A_ROWS > BM || A_ROWS <= BM - 64 || BN < BM - A_ROWS)
-#error "A_ROWS < BM needs BM 64 or 192, BM - 64 < A_ROWS, A_ROWS a multiple of 8 and BN >= BM - A_ROWS (the rows read past A are B's)"
+#if A_ROWS != BM && ((BM != 64 && BM != 128 && BM != 192) || A_ROWS % 8 != 0 || A_ROWS > BM || A_ROWS <= BM - 64 || BN < BM - A_ROWS)
+#error "A_ROWS < BM needs BM 64, 128 or 192, BM - 64 < A_ROWS, A_ROWS a multiple of 8 and BN >= BM - A_ROWS (the rows read past A are B's)"
 #endif
 // SWAP_AB=1 (decode, M <= 64: the host passes the weight as A and x as B, and this kernel's M, N
 // are the call's N, M): each tile is a BM x BN tile of C^T = W x^T, the weight's rows on the
