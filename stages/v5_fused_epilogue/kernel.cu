@@ -153,7 +153,7 @@
 #endif
 // B_ROWS < BN (C^T's tiles where all of x's rows fit one tile: M 129-192, the host's MID_SWAP): TMA
 // loads only the rows of B that exist, rounded up to 8, where it would zero-fill up to BN - 8 more
-// (zero-filled rows cost load time: "M just past 128" in SHAPES.md). Rows B_ROWS .. BN - 1 of each
+// (they cost load time: SHAPES.md "M just past 128 with the operands swapped"). Rows B_ROWS .. BN - 1 of each
 // buffer are never written: the wgmma reads whatever they hold, and their products land in tile
 // columns >= N (column j of the tile is row j of B alone), which the store skips.
 #ifndef B_ROWS
