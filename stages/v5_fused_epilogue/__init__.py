@@ -55,6 +55,7 @@ def a_rows_for(m: int, bm: int, c: dict) -> int:
         return cdiv(m, 8) * 8
     return _decode_rows(m) if (c["AUTO"] or c["SPLIT_CLUSTER"] > 1) and bm == 64 and c["CLUSTER_N"] == 1 else bm
 
+
 def b_rows_for(m: int, bn: int, swap: bool, cluster_m: int) -> int:
     """kernel.cu's B_ROWS for a call: M rounded up to 8 where the kernel runs C^T's tiles past
     decode (M > 64) and all of x's M rows fit one tile of BN, unclustered along M (the MID_SWAP
@@ -487,8 +488,9 @@ def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> PrefillTile | 
 # run, the rule took 64 x 256 tiles (three rows of them, EDGE_SHIFT's last one computing again the
 # rows before it) or 192 x 128 ones with A_ROWS; the swapped tile computes at most 15 rows of x past
 # M, and its TMA box for x holds only the rows that exist (kernel.cu B_ROWS: zero-filled rows cost
-# load time, 150 x 8192 x 4096 34.4 us with a box of 176 rows, 27.4 with 152). As knobs (results/probes/20261204T195124-nvidia-h200-
-# mid-swap-knobs.json and T195309 (mid-swap-widths), interleaved rounds, us, plain, the rule ->
+# load time, 150 x 8192 x 4096 34.4 us with a box of 176 rows, 27.4 with 152). As knobs
+# (results/probes/20261204T195124-nvidia-h200-mid-swap-knobs.json and T195309 (mid-swap-widths),
+# interleaved rounds, us, plain, the rule ->
 # the swapped tile (cuBLAS)): 129 x 6144 x 4096 28.0 -> 22.8 (24.4; 64 x 136), 136 x 6144 x 4096
 # 27.6 -> 22.0, 129 x 8192 x 4096 29.9 -> 25.8 (28.3), 129 x 8192 x 8192 52.9 -> 45.6 (48.2),
 # 144 x 8192 x 4096 30.2 -> 27.5 (29.8; 64 x 144), 160 x 6144 x 4096 28.0 -> 25.2 (24.9; 64 x 176),
@@ -535,7 +537,8 @@ SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (6
 @functools.lru_cache(maxsize=4096)
 def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
           cluster_split: bool = True, swap: bool = False, narrow_n: bool = False,
-          tall: bool = True, prefill_swap: int = 0, mid_swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
+          tall: bool = True, prefill_swap: int = 0,
+          mid_swap: bool = False) -> tuple[int, int, int, int, int, int, int, bool]:
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N, SPLIT_CLUSTER, SWAP_AB) by the rule above
     (with SWAP_AB the tile is C^T's: BM rows of the weight, BN of x)."""
     sms = dev.sm_count
@@ -889,9 +892,9 @@ def _defines_for(call: Call) -> dict:
     swap = swapped(m, n, k, c, dev)  # (C^T's tiles: stored directly, transposed)
     tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(m, n, call.out.data.ptr) != "direct")
     overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
+    cm, cn = cluster_for(m, n, k, c, dev)
     return {"BM": bm, "BN": bn, "STAGES": stages,
-            "A_ROWS": bm if swap or cluster_for(m, n, k, c, dev)[1] > 1 else a_rows_for(m, bm, c),
-            "B_ROWS": b_rows_for(m, bn, swap, cluster_for(m, n, k, c, dev)[0]),
+            "A_ROWS": bm if swap or cn > 1 else a_rows_for(m, bm, c), "B_ROWS": b_rows_for(m, bn, swap, cm),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
@@ -900,7 +903,7 @@ def _defines_for(call: Call) -> dict:
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
             "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev, bool(streamk)),
-            **dict(zip(("CLUSTER_M", "CLUSTER_N"), cluster_for(m, n, k, c, dev)))}
+            "CLUSTER_M": cm, "CLUSTER_N": cn}
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
