@@ -437,6 +437,95 @@ def test_cudas_erf_form_loses_the_small_side():
     assert np.float16(-5.6 * 0.5 * math.erfc(5.6 / math.sqrt(2))) != 0
 
 
+# CUDA's erff as NVRTC 12.9 and 13.0 compile it for sm_90a (its PTX's constants, the same in both;
+# test_the_erff_emulation_has_nvrtcs_constants reads them from the NVRTC installed): for |t| >= 1.00296, erf(t) = 1 - 2^(t' (1 + p(|t|))) with t' = -|t| and p a degree-6
+# polynomial, the sign copied from t; below, t (1 + p(t^2)). ex2 is taken as exactly rounded.
+_ERFF = [("38EB4C3A", "38B1E96A"), ("BAAE005B", "BA574D20"), ("3C09919F", "3BAAD5EA"), ("BD24D99A", "BCDC1BE7"),
+         ("3E235519", "3DE718AF"), ("3F69B4F9", "BEC093AC"), ("3F210A14", "3E0375D3")]
+ERFF_FORM_ERROR = 2.0**-24  # check()'s form_error for ACT_MATH=0's gelu: erff's 2 ulp (2^-23 near -1) times x / 2
+
+
+def _hexf(h: str) -> np.float32:
+    return np.frombuffer(bytes.fromhex(h)[::-1], np.float32)[0]
+
+
+def _cuda_erff(t: np.ndarray) -> np.ndarray:
+    t = _f32(t)
+    big = np.abs(t) >= _hexf("3F8060FE")
+    v = _f32(np.where(big, np.abs(t), _f32(t * t)))
+    c = [_f32(np.where(big, _hexf(hi), _hexf(lo))) for hi, lo in _ERFF]
+    fma = lambda x, y, z: _f32(x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64))  # noqa: E731
+    p = fma(c[0], v, c[1])
+    for ci in c[2:]:
+        p = fma(p, v, ci)
+    z = _f32(np.where(big, -np.abs(t), t))
+    r = fma(p, z, z)
+    e = _f32(np.exp2(r.astype(np.float64)))
+    return _f32(np.where(big, np.copysign(_f32(np.float32(1) - np.where(e < 2.0**-126, 0, e)), t), r))
+
+
+def test_the_erff_emulation_has_nvrtcs_constants():
+    """_ERFF's constants are the installed NVRTC's: erff compiled for sm_90a, the float constants of
+    its PTX in order (the threshold twice, then each coefficient's pair, then 1.0). No GPU needed."""
+    src = 'extern "C" __global__ void erff_probe(float* p) { p[threadIdx.x] = erff(p[threadIdx.x]); }'
+    ptx = compiler.compile_cubin(src, "erff_probe", "sm_90a").ptx
+    consts = re.findall(r"0f([0-9A-F]{8})", ptx)
+    assert consts == ["3F8060FE", "3F8060FE", *(h for pair in _ERFF for h in pair), "3F800000"], consts
+
+
+def test_the_erff_emulation_is_within_erffs_two_ulp():
+    """_cuda_erff against float64 on 400,001 points of [-6, 6]: within the 2 ulp the CUDA C++
+    Programming Guide states for erff (single-precision mathematical functions), and not exactly
+    rounded (over half an ulp somewhere): the emulation the next test's judge is read from."""
+    t = np.linspace(-6, 6, 400_001, dtype=np.float32)
+    truth = np.vectorize(math.erf)(t.astype(np.float64))
+    ulps = np.abs(_cuda_erff(t).astype(np.float64) - truth) / np.spacing(np.abs(truth).astype(np.float32))
+    assert 0.5 < ulps.max() <= 2, ulps.max()
+
+
+class _ErfForm:
+    """ACT_MATH=0's gelu on the host: 0.5 x (1 + erff(x / sqrt 2)) in float32 with _cuda_erff, on x
+    = a @ b.T + bias in float32 (exact at K = 1), rounded once to fp16."""
+
+    kind, name = "gpu", "erf form (host)"
+    constraints = contract.Constraints(alignment=1)
+
+    def gemm(self, a, b, out=None, *, bias=None, alpha=1.0, activation=None):
+        x = _f32(_f32(a.astype(np.float32) @ b.astype(np.float32).T) + bias.astype(np.float32)[None, :])
+        erf = _cuda_erff(_f32(x * np.float32(0.70710678118654752)))
+        out[...] = _f32(np.float32(0.5) * x * _f32(np.float32(1) + erf)).astype(np.float16)
+        return out
+
+
+def test_cudas_erf_form_is_judged_with_erffs_error():
+    """Why the ACT_MATH=0 knob's GPU tests judge gelu with check()'s form_error = 2^-24 (ERFF_FORM_ERROR):
+    erff may be 2 ulp off, 2^-23 near -1, so 0.5 x (1 + erff(x / sqrt 2)) may be 2^-24 |x| off
+    where 1 + erf ~ 0, past the judge's plain bound where the result is a few fp16 subnormals and
+    the accumulation term is small (K = 1). With the emulated erff, check() at 17 x 4097 x 1 with an
+    fp16 bias failed the plain bound for 20 of its seeds 0-2,999 (0.67%; 1.0-1.5x over), each of
+    them within 0.50 of the bound with form_error: the H200 suite's one unexplained failure of
+    test_cudas_activation_forms_are_right_as_a_knob (at e14a168, A_ROWS_128=1) can have been this.
+    Two of those seeds here; and one element, x = 2^-24 - 5.5 (a product of 2^-24, an fp16 bias of
+    -5.5): 1 + erff rounds to one fp32 ulp (5.96e-8) where 1 + erf is 3.8e-8, with this erff and
+    with an exactly rounded one, so the form gives -1.8e-7 for gelu's -1.04e-7, 1.19x over the
+    plain bound."""
+    stage = _ErfForm()
+    kw = {"bias_dtype": np.float16, "activation": "gelu", "xp": np}
+    for seed in (35, 1866):
+        plain = verify.check(stage, 17, 4097, 1, seed=seed, **kw)
+        wide = verify.check(stage, 17, 4097, 1, seed=seed, form_error=ERFF_FORM_ERROR, **kw)
+        assert not plain.passed and "error bound" in plain.reason and wide.passed, (seed, plain.reason, wide.reason)
+    a, b, bias = np.full((1, 1), 2.0**-12, np.float16), np.full((1, 1), 2.0**-12, np.float16), np.float16([-5.5])
+    y = np.zeros((1, 1), np.float16)
+    _ErfForm().gemm(a, b, y, bias=bias, activation="gelu")
+    epi = contract.Epilogue(bias, 1.0, "gelu")
+    ref, mag = verify.reference(a, b, np, epi)
+    pre, _ = verify.reference(a, b, np, contract.Epilogue(bias, 1.0, None))
+    assert float(y[0, 0]) < -1.7e-7 and -1.1e-7 < ref[0, 0] < -1.0e-7
+    assert 1.15 < verify.compare(y, ref, mag, np)["worst_bound_ratio"] < 1.25
+    assert verify.compare(y, ref, mag, np, slack=ERFF_FORM_ERROR * np.abs(pre))["worst_bound_ratio"] <= 1
+
+
 def test_the_activations_issue_the_mufu_their_forms_say():
     """The MUFU count per element in the SASS: a 128 x 256 tile's epilogue computes 128 elements per
     consumer thread. gelu issues one (with ACT_MATH=0 too, where erff's is an ex2); gelu_tanh and
@@ -646,9 +735,13 @@ ODD = [(1, 7, 13), (3, 1000, 4104), (17, 4097, 1), (129, 7, 4104), (1000, 1000, 
        (130, 300, 200), (65, 129, 72)]
 
 
-def _right_with_every_epilogue(st, shapes):
-    """st against float64 on the shapes, once per epilogue case of verify.EPILOGUE_CASES."""
+def _right_with_every_epilogue(st, shapes, erf_form: bool = False):
+    """st against float64 on the shapes, once per epilogue case of verify.EPILOGUE_CASES. erf_form:
+    st computes gelu by CUDA's 0.5 x (1 + erff(x / sqrt 2)) (ACT_MATH=0), judged with erff's own
+    error added (ERFF_FORM_ERROR; test_cudas_erf_form_is_judged_with_erffs_error)."""
     for case, kw in verify.EPILOGUE_CASES.items():
+        if erf_form and kw.get("activation") == "gelu":
+            kw = {**kw, "form_error": ERFF_FORM_ERROR}
         bad = verify.failures(verify.sweep(st, shapes, **kw))
         assert not bad, "\n".join(bad)
 
@@ -1241,7 +1334,7 @@ def test_the_128_row_tiles_with_the_a_rows_that_exist_are_right(runnable):
     stores, pairs sharing B, stream-K, the padded copy), and the same tile with AUTO=0 on small odd
     shapes, every epilogue case, with the shipped activation forms and with CUDA's (ACT_MATH=0)."""
     st = runnable("v5_fused_epilogue").variant(A_ROWS_128=1)
-    _right_with_every_epilogue(st.variant(ACT_MATH=0), [(65, 129, 72), (72, 1000, 1000)])
+    _right_with_every_epilogue(st.variant(ACT_MATH=0), [(65, 129, 72), (72, 1000, 1000)], erf_form=True)
     _right_with_every_epilogue(st, A_ROWS_128_SHAPES)
     knob = st.variant(AUTO=0, BM=128, BN=128, STAGES=v5.TILES[(128, 128)])
     _right_with_every_epilogue(knob, [(65, 7, 13), (72, 1000, 1000), (100, 333, 4104), (127, 129, 64)])
@@ -1259,9 +1352,10 @@ def test_the_192_row_tiles_are_right_as_a_knob(runnable):
 @pytest.mark.hopper
 def test_cudas_activation_forms_are_right_as_a_knob(runnable):
     """ACT_MATH=0 (CUDA's erff, __expf, __fdividef), kept to measure against, on the odd shapes,
-    every epilogue case."""
+    every epilogue case; gelu judged with erff's own error added (its 1 + erf(x) loses the small
+    side: test_cudas_erf_form_is_judged_with_erffs_error)."""
     st = runnable("v5_fused_epilogue").variant(ACT_MATH=0)
-    _right_with_every_epilogue(st, ODD)
+    _right_with_every_epilogue(st, ODD, erf_form=True)
 
 
 @pytest.mark.hopper

@@ -136,8 +136,10 @@ def reference(a, b, xp, epilogue: contract.Epilogue = contract.PLAIN):
     return ref, mag
 
 
-def compare(c, ref, mag, xp) -> dict:
-    """Error figures of c against the float64 reference (all arrays on the same device)."""
+def compare(c, ref, mag, xp, slack=0.0) -> dict:
+    """Error figures of c against the float64 reference (all arrays on the same device). `slack`
+    (absolute, per element or one number) widens the bound for a form known to be less accurate
+    than it: see check()'s `form_error`."""
     c64 = c.astype(xp.float64)
     holes = xp.isnan(c64)
     unwritten = int(holes.sum())
@@ -145,7 +147,7 @@ def compare(c, ref, mag, xp) -> dict:
     diff = xp.abs(xp.where(holes, ref, c64) - ref)
     ref_norm = float(xp.linalg.norm(ref))
     rel = float(xp.linalg.norm(diff)) / ref_norm if ref_norm > 0 else float(xp.linalg.norm(diff))
-    bound = ELEM_ULPS * 2.0**-11 * xp.abs(ref) + ACC_EPS * mag + 2.0**-24  # + fp16 subnormal floor
+    bound = ELEM_ULPS * 2.0**-11 * xp.abs(ref) + ACC_EPS * mag + 2.0**-24 + slack  # + fp16 subnormal floor
     return {"unwritten": unwritten, "rel_fro": rel, "max_abs": float(diff.max()),
             "worst_bound_ratio": float((diff / bound).max())}
 
@@ -192,11 +194,11 @@ def judge(chk: Check) -> Check:
     return chk
 
 
-def judge_output(chk: Check, out, ref, mag, xp, buf=None) -> Check:
+def judge_output(chk: Check, out, ref, mag, xp, buf=None, slack=0.0) -> Check:
     """Fill `chk` from an output (and its guarded buffer, if any) and judge it."""
     if buf is not None:
         chk.guard_damaged = guard_damage(buf, chk.m, chk.n, xp)
-    for key, val in compare(out, ref, mag, xp).items():
+    for key, val in compare(out, ref, mag, xp, slack).items():
         setattr(chk, key, val)
     return judge(chk)
 
@@ -214,12 +216,17 @@ def describe_epilogue(epi: contract.Epilogue) -> str:
 
 
 def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=None,
-          alpha: float = 1.0, activation: str | None = None, xp=None) -> Check:
+          alpha: float = 1.0, activation: str | None = None, xp=None, form_error: float = 0.0) -> Check:
     """Run `stage` once on fresh inputs into a guarded, poisoned output and judge every element.
 
     GPU stages (and cuBLAS) run on CuPy arrays with an fp16 output; the CPU baseline on numpy
     with an fp32 output. `xp=numpy` runs any stage-like object on the host (how the tests drive
     the judge with deliberately broken writers, no GPU needed).
+
+    `form_error` (0 for every shipped build) widens each element's bound by form_error times
+    |its pre-activation| (alpha * a @ b.T + bias): the error an activation form is known to make
+    beyond the bound, stated where it is used (v5's ACT_MATH=0 knob: CUDA's 0.5 x (1 + erff(x /
+    sqrt 2)) loses the small side to 1 + erf ~ 0, tests/test_v5.py).
     """
     cpu = getattr(stage, "kind", "gpu") == "cpu"
     xp = xp or (np if cpu else gpu.cupy())
@@ -244,9 +251,17 @@ def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=
             None if bias is None else bias.get(), epi.alpha, epi.activation)
         ref, mag = reference(a.get(), b.get(), np, host_epi)
         chk.guard_damaged = guard_damage(buf, m, n, xp)
-        return judge_output(chk, out.get(), ref, mag, np)
+        return judge_output(chk, out.get(), ref, mag, np, slack=_slack(a.get(), b.get(), np, host_epi, form_error))
     ref, mag = reference(a, b, xp, epi)
-    return judge_output(chk, out, ref, mag, xp, buf)
+    return judge_output(chk, out, ref, mag, xp, buf, slack=_slack(a, b, xp, epi, form_error))
+
+
+def _slack(a, b, xp, epi: contract.Epilogue, form_error: float):
+    """check()'s widening of the bound: form_error times |the pre-activation| (0 without either)."""
+    if not form_error or epi.activation is None:
+        return 0.0
+    pre, _ = reference(a, b, xp, contract.Epilogue(epi.bias, epi.alpha, None))
+    return form_error * xp.abs(pre)
 
 
 # ---- epilogue cases -------------------------------------------------------------------------------
