@@ -438,8 +438,10 @@ def test_cudas_erf_form_loses_the_small_side():
 
 
 # CUDA's erff as NVRTC 12.9 and 13.0 compile it for sm_90a (its PTX's constants, the same in both;
-# test_the_erff_emulation_has_nvrtcs_constants reads them from the NVRTC installed): for |t| >= 1.00296, erf(t) = 1 - 2^(t' (1 + p(|t|))) with t' = -|t| and p a degree-6
-# polynomial, the sign copied from t; below, t (1 + p(t^2)). ex2 is taken as exactly rounded.
+# test_the_erff_emulation_has_nvrtcs_constants reads them from the NVRTC installed): for |t| at or
+# above _ERFF_BIG (1.00296), erf(t) = 1 - 2^(t' (1 + p(|t|))) with t' = -|t| and p a degree-6
+# polynomial, the sign copied from t; below, t (1 + p(t^2)). ex2 is taken as exactly rounded (_ex2).
+_ERFF_BIG = "3F8060FE"
 _ERFF = [("38EB4C3A", "38B1E96A"), ("BAAE005B", "BA574D20"), ("3C09919F", "3BAAD5EA"), ("BD24D99A", "BCDC1BE7"),
          ("3E235519", "3DE718AF"), ("3F69B4F9", "BEC093AC"), ("3F210A14", "3E0375D3")]
 ERFF_FORM_ERROR = 2.0**-24  # check()'s form_error for ACT_MATH=0's gelu: erff's 2 ulp (2^-23 near -1) times x / 2
@@ -451,16 +453,15 @@ def _hexf(h: str) -> np.float32:
 
 def _cuda_erff(t: np.ndarray) -> np.ndarray:
     t = _f32(t)
-    big = np.abs(t) >= _hexf("3F8060FE")
+    big = np.abs(t) >= _hexf(_ERFF_BIG)
     v = _f32(np.where(big, np.abs(t), _f32(t * t)))
     c = [_f32(np.where(big, _hexf(hi), _hexf(lo))) for hi, lo in _ERFF]
-    fma = lambda x, y, z: _f32(x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64))  # noqa: E731
-    p = fma(c[0], v, c[1])
+    p = _fma(c[0], v, c[1])
     for ci in c[2:]:
-        p = fma(p, v, ci)
+        p = _fma(p, v, ci)
     z = _f32(np.where(big, -np.abs(t), t))
-    r = fma(p, z, z)
-    e = _f32(np.exp2(r.astype(np.float64)))
+    r = _fma(p, z, z)
+    e = _ex2(r)
     return _f32(np.where(big, np.copysign(_f32(np.float32(1) - np.where(e < 2.0**-126, 0, e)), t), r))
 
 
@@ -470,7 +471,7 @@ def test_the_erff_emulation_has_nvrtcs_constants():
     src = 'extern "C" __global__ void erff_probe(float* p) { p[threadIdx.x] = erff(p[threadIdx.x]); }'
     ptx = compiler.compile_cubin(src, "erff_probe", "sm_90a").ptx
     consts = re.findall(r"0f([0-9A-F]{8})", ptx)
-    assert consts == ["3F8060FE", "3F8060FE", *(h for pair in _ERFF for h in pair), "3F800000"], consts
+    assert consts == [_ERFF_BIG, _ERFF_BIG, *(h for pair in _ERFF for h in pair), "3F800000"], consts
 
 
 def test_the_erff_emulation_is_within_erffs_two_ulp():
