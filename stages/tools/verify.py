@@ -249,9 +249,10 @@ def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=
     if xp is not np and m * n * k <= HOST_REF_MAX_MACS:  # small: reference on the host
         host_epi = epi if epi is contract.PLAIN else contract.Epilogue(
             None if bias is None else bias.get(), epi.alpha, epi.activation)
-        ref, mag = reference(a.get(), b.get(), np, host_epi)
+        a_host, b_host = a.get(), b.get()
+        ref, mag = reference(a_host, b_host, np, host_epi)
         chk.guard_damaged = guard_damage(buf, m, n, xp)
-        return judge_output(chk, out.get(), ref, mag, np, slack=_slack(a.get(), b.get(), np, host_epi, form_error))
+        return judge_output(chk, out.get(), ref, mag, np, slack=_slack(a_host, b_host, np, host_epi, form_error))
     ref, mag = reference(a, b, xp, epi)
     return judge_output(chk, out, ref, mag, xp, buf, slack=_slack(a, b, xp, epi, form_error))
 
