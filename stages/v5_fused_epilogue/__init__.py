@@ -517,18 +517,12 @@ MID_SWAP_RING = {(64, 136): 8, (64, 144): 8, (64, 176): 7, (64, 192): 6,
 MID_SWAP_MIN_K_TILES = {136: 16, 144: 32, 176: 32, 192: 32}
 
 
-def _mid_swap(m: int, n: int, k: int, dev) -> tuple[int, int] | None:
-    """(BM, BN) of the swapped tile for M 129-192 (above), or None."""
-    if not 128 < m <= 192 or sector_misaligned(k):
-        return None
-    bn, sms = next(b for b in MID_SWAP_WIDTHS if b >= m), dev.sm_count
-    if cdiv(k, 64) < MID_SWAP_MIN_K_TILES[bn]:
-        return None
-    if 3 * cdiv(n, 256) <= sms < 3 * cdiv(n, 128) and cdiv(n, 64) <= sms:  # (where the rule takes 64 x 256)
-        return 64, bn
-    if 3 * cdiv(n, 256) > sms >= cdiv(n, 128):  # (where it takes one row of 192 x 128)
-        return 128, bn
-    return None
+def _mid_swap_width(m: int, k: int) -> int | None:
+    """BN of the swapped tile for M 129-192 (above): the narrowest width that holds M, or None where
+    K is too short for it. `_auto` takes it by 64 or 128 rows of the weight in place of its 64 x 256
+    or 192 x 128 tiles."""
+    bn = next(b for b in MID_SWAP_WIDTHS if b >= m)
+    return bn if cdiv(k, 64) >= MID_SWAP_MIN_K_TILES[bn] else None
 
 
 SPLIT_CLUSTER_RING = {(16, 64): 18, (16, 128): 9, (32, 64): 16, (32, 128): 8, (64, 64): 12, (64, 128): 7}
@@ -562,15 +556,20 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if cdiv(m, bm) <= sms:
             return bm, bn, NARROW_RING[(bm, bn)], 1, 1, 1, 1, False
 
-    if mid_swap and (ms := _mid_swap(m, n, k, dev)):  # M 129-192, C^T's tiles (the note at _mid_swap)
-        return ms[0], ms[1], MID_SWAP_RING[ms], 1, 1, 1, 1, True
+    # M 129-192 with MID_SWAP (the note at _mid_swap_width): C^T's tiles in place of the two below
+    # (the rule asks for it only where `tall` holds too)
+    sw = _mid_swap_width(m, k) if mid_swap and 128 < m <= 192 else None
     if 128 < m <= 192 and not sector_misaligned(k) and 3 * cdiv(n, 256) <= sms < 3 * cdiv(n, 128):
         # M 129-192 (the note above): three rows of 64 x 256 tiles in one wave, where 64 x 128 ones
         # would need a second; 128-row tiles would compute 256 rows for at most 192
+        if sw and cdiv(n, 64) <= sms:  # (the swapped tiles by 64 rows of the weight fit one wave)
+            return 64, sw, MID_SWAP_RING[(64, sw)], 1, 1, 1, 1, True
         return 64, 256, TILES[(64, 256)], 1, 1, 1, 1, False
     if tall and 128 < m <= 192 and not sector_misaligned(k) and 3 * cdiv(n, 256) > sms >= cdiv(n, 128):
         # ... and where those need a second wave: one row of 192 x 128 tiles (three consumer
         # warpgroups), holding only the A rows that exist (a_rows_for)
+        if sw:  # (or the swapped tiles by 128 rows of the weight)
+            return 128, sw, MID_SWAP_RING[(128, sw)], 1, 1, 1, 1, True
         return 192, 128, TILES[(192, 128)], 1, 1, 1, 1, False
     t192 = cdiv(m, 192) * cdiv(n, 128)
     mid192 = tall and 192 < m <= 576 and (m - 1) % 192 >= 128 and not sector_misaligned(k) and t192 <= 2 * sms \
