@@ -924,8 +924,7 @@ def test_the_swap_takes_only_the_unsplit_decode_tiles_of_one_wave(shape, swap, b
 def test_the_shipped_swap_is_for_activations_at_m_up_to_32(m, n, activation, swap):
     """SWAP_AB=2 (shipped), per call: swapped where the epilogue has an activation, M <= 32 and the
     rule allows it (`swapped`); the per-call defines then say SWAP_AB=1 and the direct store."""
-    call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), m, n, 4096, V5.defines, DEV,
-                contract.Epilogue(None, 1.0, activation))
+    call = _aligned_call((m, n, 4096), V5.defines, activation)
     d = v5.defines_for(call)
     assert d["SWAP_AB"] == int(swap) and (d["TMA_STORE"] == 0 or not swap)
     if swap:
@@ -1152,7 +1151,7 @@ def _the_swapped_prefill_tile_is(shape, tile, c, tall_bm):
     assert v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
     assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
     for act in (None, "gelu"):
-        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+        call = _aligned_call(shape, c, act)
         d = v5.defines_for(call)
         assert (d["BM"], d["A_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"], d["CLUSTER_N"]) == (bm, bm, 1, 0, 0, cn)
         assert v5.geometry(*shape, {**c, **d}, DEV).block == (128 * (1 + bm // 64), 1, 1)
@@ -1193,7 +1192,7 @@ def test_a_calls_own_defines_give_the_rule_the_same_answer(cfg, shape, act):
     built the 128 x 256 tile's tensor maps for the swapped kernel, whose first check on the H200
     did not finish.)"""
     c = {**V5.defines, **cfg}
-    call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+    call = _aligned_call(shape, c, act)
     d = v5.defines_for(call)
     merged = {**c, **d}
     assert v5.shape_config(*shape, merged, DEV)[:2] == (d["BM"], d["BN"])
@@ -1259,7 +1258,7 @@ def test_mid_swap_takes_one_tile_of_x_where_it_was_measured_faster(shape, tile):
     assert v5.cluster_for(*shape, c, DEV) == (1, 1) and v5.kernel_mn(*shape, c, DEV) == (shape[1], shape[0])
     assert not v5.streamk_pays(*shape, c, DEV) and v5.edge_shift(*shape, c, DEV) == 0
     for act in (None, "gelu"):
-        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, c, DEV, contract.Epilogue(None, 1.0, act))
+        call = _aligned_call(shape, c, act)
         d = v5.defines_for(call)
         assert (d["BM"], d["BN"], d["A_ROWS"], d["B_ROWS"], d["SWAP_AB"], d["TMA_STORE"], d["STREAMK"]) == \
             (bm, bn, bm, b_rows, 1, 0, 0)
@@ -1275,7 +1274,7 @@ def test_b_rows_only_where_x_fits_one_swapped_tile():
     assert v5.b_rows_for(150, 176, False, 1) == 176    # not swapped
     assert v5.b_rows_for(150, 176, True, 2) == 176     # B shared along M by a cluster
     for shape in [(4096, 4096, 4096), (1, 4096, 4096), (16, 14336, 4096), (257, 14336, 4096), (1000, 1000, 1000)]:
-        call = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, V5.defines, DEV, contract.Epilogue(None, 1.0, "gelu"))
+        call = _aligned_call(shape, V5.defines, "gelu")
         d = v5.defines_for(call)
         assert d["B_ROWS"] == d["BN"], shape
 
@@ -1319,10 +1318,9 @@ def test_a_128_row_tile_holds_only_the_a_rows_that_exist(shape, a_rows, cluster_
     on = {**V5.defines, "A_ROWS_128": 1}
     assert V5.defines["A_ROWS_128"] == 0
     for act in (None, "gelu"):
-        d = v5.defines_for(Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, on, DEV, contract.Epilogue(None, 1.0, act)))
+        d = v5.defines_for(_aligned_call(shape, on, act))
         assert (d["BM"], d["A_ROWS"], d["CLUSTER_M"], d["STREAMK"]) == (128, a_rows, cluster_m, streamk)
-        off = v5.defines_for(Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, V5.defines,
-                                  DEV, contract.Epilogue(None, 1.0, act)))
+        off = v5.defines_for(_aligned_call(shape, V5.defines, act))
         assert off["A_ROWS"] == 128 and {k: v for k, v in off.items() if k != "A_ROWS"} == \
             {k: v for k, v in d.items() if k != "A_ROWS"}
     assert v5.a_rows_for(121, 128, on) == 128 and v5.a_rows_for(64, 128, on) == 128
@@ -1487,6 +1485,11 @@ def test_edge_shift_only_in_one_wave_without_stream_k(shape, shift):
 class _Ptr:  # an operand or output as defines_for and copies read it: its pointer
     def __init__(self, ptr: int):
         self.data = type("data", (), {"ptr": ptr})
+
+
+def _aligned_call(shape, cfg: dict, act: str | None = None) -> Call:
+    """A call of this shape on the H200 with 16-byte aligned operands and output, no bias, alpha 1."""
+    return Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, cfg, DEV, contract.Epilogue(None, 1.0, act))
 
 
 def _rule_build(m, n, k, epi, st=V5) -> tuple[dict, str]:
