@@ -120,20 +120,25 @@ def activate(x, activation: str | None, xp):
 
 def reference(a, b, xp, epilogue: contract.Epilogue = contract.PLAIN):
     """float64 act(alpha * a @ b.T + bias) and the bound's magnitude term, on host or GPU."""
+    pre, mag = _affine(a, b, xp, epilogue)
+    if epilogue.activation is None:
+        return pre, mag
+    return activate(pre, epilogue.activation, xp), mag * ACT_SLOPE
+
+
+def _affine(a, b, xp, epilogue: contract.Epilogue):
+    """float64 alpha * a @ b.T + bias (the pre-activation) and its magnitude term."""
     a64, b64 = a.astype(xp.float64), b.astype(xp.float64)
-    ref = a64 @ b64.T
+    pre = a64 @ b64.T
     mag = xp.abs(a64) @ xp.abs(b64).T
     if epilogue is not contract.PLAIN:
-        ref = ref * epilogue.alpha
+        pre = pre * epilogue.alpha
         mag = mag * abs(epilogue.alpha)
         if epilogue.bias is not None:
             bias = xp.asarray(epilogue.bias).astype(xp.float64)
-            ref = ref + bias[None, :]
+            pre = pre + bias[None, :]
             mag = mag + xp.abs(bias)[None, :] * 2.0**-11  # the bias's own fp32 rounding, generous
-        if epilogue.activation is not None:
-            ref = activate(ref, epilogue.activation, xp)
-            mag = mag * ACT_SLOPE
-    return ref, mag
+    return pre, mag
 
 
 def compare(c, ref, mag, xp, slack=0.0) -> dict:
@@ -249,20 +254,20 @@ def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=
     if xp is not np and m * n * k <= HOST_REF_MAX_MACS:  # small: reference on the host
         host_epi = epi if epi is contract.PLAIN else contract.Epilogue(
             None if bias is None else bias.get(), epi.alpha, epi.activation)
-        a_host, b_host = a.get(), b.get()
-        ref, mag = reference(a_host, b_host, np, host_epi)
         chk.guard_damaged = guard_damage(buf, m, n, xp)
-        return judge_output(chk, out.get(), ref, mag, np, slack=_slack(a_host, b_host, np, host_epi, form_error))
-    ref, mag = reference(a, b, xp, epi)
-    return judge_output(chk, out, ref, mag, xp, buf, slack=_slack(a, b, xp, epi, form_error))
+        ref, mag, slack = _judged_reference(a.get(), b.get(), np, host_epi, form_error)
+        return judge_output(chk, out.get(), ref, mag, np, slack=slack)
+    ref, mag, slack = _judged_reference(a, b, xp, epi, form_error)
+    return judge_output(chk, out, ref, mag, xp, buf, slack=slack)
 
 
-def _slack(a, b, xp, epi: contract.Epilogue, form_error: float):
-    """check()'s widening of the bound: form_error times |the pre-activation| (0 without either)."""
+def _judged_reference(a, b, xp, epi: contract.Epilogue, form_error: float):
+    """reference()'s (ref, mag) and check()'s widening of the bound: form_error times |the
+    pre-activation| (0 without either), from one float64 product."""
     if not form_error or epi.activation is None:
-        return 0.0
-    pre, _ = reference(a, b, xp, contract.Epilogue(epi.bias, epi.alpha, None))
-    return form_error * xp.abs(pre)
+        return (*reference(a, b, xp, epi), 0.0)
+    pre, mag = _affine(a, b, xp, epi)
+    return activate(pre, epi.activation, xp), mag * ACT_SLOPE, form_error * xp.abs(pre)
 
 
 # ---- epilogue cases -------------------------------------------------------------------------------
