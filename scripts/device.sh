@@ -81,6 +81,9 @@ run() {
   timeout --signal=$sig --kill-after=$grace "$limit" "$@" >>"$LOGS/$name.log" 2>&1
   echo "===== $name rc=$? $(( $(date +%s) - t ))s" | tee -a "$LOG"
   tail -n 4 "$LOGS/$name.log" >>"$LOG"
+  # and each failed test's line from pytest's summary (its first failing check: shape, epilogue,
+  # seed, why), which the tail misses behind the skip reasons; final.log comes back without the tarball
+  grep -E "^(FAILED|ERROR) " "$LOGS/$name.log" | head -n 20 >>"$LOG"
   return 0
 }
 
@@ -91,7 +94,8 @@ SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x10
 V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
 BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
 FUSED="--epilogue plain --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
-PYTEST="python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10"
+# COLUMNS: pytest cuts a summary line to the terminal width (80 with no terminal) below -vv
+PYTEST="env COLUMNS=400 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10"
 
 case ${1:-} in
   suite)
@@ -165,4 +169,4 @@ esac
 [ -n "${DRY_RUN:-}" ] && exit 0
 find results -name '*.json' -newer "$STAMP" | tar czf "$OUT/new-records.tgz" -T - 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
-grep -E "^=====|passed|failed" "$LOG" | tail -n 40
+grep -E "^=====|passed|failed|^(FAILED|ERROR) " "$LOG" | tail -n 60

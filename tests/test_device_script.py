@@ -48,6 +48,9 @@ def test_the_suite_runs_as_slices_that_cover_the_order(tmp_path, order, parts):
     assert len({re.search(r"--junitxml (\S+)", s).group(1) for s in out}) == int(parts)
     # slices of equal time by the times measured on the H200, or of equal count with TIMES=
     assert all("--part-times tests/suite_times_h200.json" in s for s in out)
+    # a terminal 400 wide: pytest's summary line of a failed test (its first failing check: shape,
+    # epilogue, seed, why), which run() copies into final.log, is cut to 80 columns otherwise
+    assert all(s.split(": ", 1)[1].startswith("env COLUMNS=400 python3 -m pytest ") for s in out)
     assert not any("--part-times" in s for s in steps(dry("suite", tmp_path, ORDER=order, PARTS=parts, TIMES="").stdout))
 
 
