@@ -89,13 +89,13 @@ def overview():
         new_markdown_cell(
             "Reading it: v0 sits far below even the HBM roof at its 0.5 FLOP/byte: its limit is the "
             "load instructions themselves (see its walkthrough). v1 has the data reuse to leave memory "
-            "behind; it runs at 41 TFLOP/s, 61% of the datasheet fp32 FMA roof (66.9 TFLOP/s) and 75% "
+            "behind; it runs at 41 TFLOP/s, 61% of the datasheet fp32 FMA roof (66.9 TFLOP/s) and 76% "
             "of what an FFMA-only loop reaches on the same GPU (54.3 TFLOP/s, the ceilings record): "
             "close to the fp32 roof, not on it. v2 and v3 use the tensor cores; by the tiling model "
-            "they would be memory-bound at 63-85 FLOP/byte, and they run above that HBM line because "
+            "they would be memory-bound at 63-84 FLOP/byte, and they run above that HBM line because "
             "most re-reads of A and B hit L2 (the grouped block order keeps them there).\n\n"
             "The model's traffic for v3 at 4096³ is 2·4096³·(1/128 + 1/256) B = 1.61 GB of A and B "
-            "tile reads in 0.204 ms, about 7.9 TB/s. That is the same order as what load-instruction "
+            "tile reads in 0.206 ms (results/20261203T165256-nvidia-h200.json), about 7.8 TB/s. That is the same order as what load-instruction "
             "probes get out of L2 (7.5 TB/s in the ceilings record, 8.0 TB/s in "
             "`probes/l2_bandwidth.py`), but both are lower bounds on L2's rate, and v3 reads through "
             "TMA, not load instructions: this figure does not show that v3 is L2-bound, and the L2 "
@@ -183,7 +183,7 @@ def cpu_baseline():
             "fig, ax = plt.subplots(figsize=(7, 4))\n"
             "cpu_bench.plot_cpu(rows, ax=ax)\n"
             "plt.show()"),
-        new_markdown_cell("The recorded run (the 2-core machine of the README):"),
+        new_markdown_cell("The newest recorded run (the README's table: since 2026-12-03 the lent H200's 16-core host):"),
         new_code_cell("display(Markdown(report.cpu_table(records.load_all())))"),
     ]
 

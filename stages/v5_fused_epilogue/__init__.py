@@ -486,8 +486,8 @@ def _prefill_swap(m: int, n: int, k: int, dev, level: int = 3) -> PrefillTile | 
 # by 64 rows of the weight (one consumer warpgroup) where those tiles fit one wave, or by 128 where
 # the rule would otherwise take one row of 192 x 128 tiles (N 11,265-16,896 on 132 SMs). Where they
 # run, the rule took 64 x 256 tiles (three rows of them, EDGE_SHIFT's last one computing again the
-# rows before it) or 192 x 128 ones with A_ROWS; the swapped tile computes at most 15 rows of x past
-# M, and its TMA box for x holds only the rows that exist (kernel.cu B_ROWS: zero-filled rows cost
+# rows before it) or 192 x 128 ones with A_ROWS; the swapped tile computes at most 31 rows of x past
+# M (M = 145 in a tile 176 wide), and its TMA box for x holds only the rows that exist (kernel.cu B_ROWS: zero-filled rows cost
 # load time, 150 x 8192 x 4096 34.4 us with a box of 176 rows, 27.4 with 152). As knobs
 # (results/probes/20261204T195124-nvidia-h200-mid-swap-knobs.json and T195309 (mid-swap-widths),
 # interleaved rounds, us, plain, the rule ->
