@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,6 +97,52 @@ SMEM_MAX = gpu.REFERENCE_DEVICE.smem_optin_bytes
 ])
 def test_the_shape_rule_picks_what_was_measured_fastest(shape, expect):
     assert v5.shape_config(*shape, V5.defines, DEV) == expect
+
+
+def _readme_picks() -> list[tuple[tuple[int, int, int], int, int, int]]:
+    """The README's "What it picks" table as (shape, tiles, splits, blocks) per shape: a row names
+    shapes ("129x8192x4096, ...", groups split by ";", "3000³" for a cube) and gives each column
+    one number per shape, or one for all of them; what is in brackets is left out."""
+    text = (Path(v5.__file__).parent / "README.md").read_text()
+    table = text.split("What it picks (from `shape_config` and `geometry`, on 132 SMs):", 1)[1].split("\n\n", 2)[1]
+
+    def numbers(cell: str) -> list[int]:
+        return [int(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\d|\d", re.sub(r"\([^)]*\)", "", cell))]
+
+    def shapes(cell: str) -> list[tuple[int, int, int]]:
+        out = []
+        for part in re.split(r"[,;]", re.sub(r"\([^)]*\)", "", cell)):
+            part = part.strip()
+            if part.endswith("³"):
+                out.append((int(part[:-1]),) * 3)
+            elif part:
+                out.append(tuple(int(x) for x in part.split("×")))
+        return out
+
+    picks = []
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        groups = [shapes(g) for g in cells[0].split(";")]
+        cols = [[numbers(g) for g in cells[i].split(";")] for i in (2, 3, 4)]
+        for gi, row in enumerate(groups):
+            vals = [c[gi] if len(c) == len(groups) else c[0] for c in cols]
+            assert all(len(v) in (1, len(row)) for v in vals), line
+            picks += [(shape, *(v[i] if len(v) > 1 else v[0] for v in vals)) for i, shape in enumerate(row)]
+    return picks
+
+
+def test_the_readmes_pick_table_is_what_the_rule_picks():
+    """README "What it picks": each shape's tiles, split of K and blocks as the rule and geometry
+    give them (hand-written, so a rule change that leaves it stale fails here: the M 129-192 rows
+    once still showed the tiles from before MID_SWAP)."""
+    picks = _readme_picks()
+    assert len(picks) >= 55
+    for (m, n, k), tiles, splits, blocks in picks:
+        bm, bn, _, unit_splits = v5.shape_config(m, n, k, V5.defines, DEV)
+        km, kn = v5.kernel_mn(m, n, k, V5.defines, DEV)
+        sc = v5.split_cluster(m, n, k, V5.defines, DEV)
+        got = (cdiv(km, bm) * cdiv(kn, bn), max(unit_splits, sc), v5.geometry(m, n, k, V5.defines, DEV).grid[0])
+        assert got == (tiles, splits, blocks), ((m, n, k), (bm, bn), got)
 
 
 @pytest.mark.parametrize("m", [1, 2, 17, 64, 65, 128, 1000, 4096])
