@@ -65,3 +65,20 @@ def test_tunables_are_defines_not_source_edits(name):
     launch = st.launch_for(4096, 4096, 4096)
     assert all(x >= 1 for x in launch.grid + launch.block)
     assert st.constraints.supports(4096, 4096, 4096)
+
+
+@pytest.mark.parametrize("name", stages.names())
+def test_the_readmes_knob_defaults_are_the_stages(name):
+    """A knob table row names its default in brackets ("| `STAGES` (4) |", "| `BM` (128), `BN`
+    (256) |"): each one that is a define of the stage must be the value it ships (hand-written:
+    a default changed in __init__.py and not in the README fails here)."""
+    st = stages.get(name)
+    readme = (st.folder / "README.md").read_text()
+    named = []
+    for row in re.findall(r"^\| (`[A-Z_0-9]+` \([^)]*\)(?:, `[A-Z_0-9]+` \([^)]*\))*) \|", readme, re.M):
+        named += re.findall(r"`([A-Z_0-9]+)` \(([−\-]?\d+)\)", row)
+    checked = [(key, int(val.replace("−", "-"))) for key, val in named if key in st.defines]
+    assert all(st.defines[key] == val for key, val in checked), \
+        [(key, val, st.defines[key]) for key, val in checked if st.defines[key] != val]
+    if name in ("v4_swizzle_pipeline", "v5_fused_epilogue"):
+        assert len(checked) >= 8  # (their knob tables: the parse reaches them)
