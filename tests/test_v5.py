@@ -197,8 +197,9 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
 def _every_build():
     """Every kernel configuration v5 can build: each tile of TILES (AUTO=0 reaches them all), the
     decode tile with 16 and 32 rows of A per buffer (DECODE_RING) and the decode tiles split in
-    clusters with the weight's L2 hint, the swapped decode tiles, those of M 129-192 (MID_SWAP_RING)
-    and a small N's (NARROW_RING), every
+    clusters with the weight's L2 hint, the swapped decode tiles, those of M 129-192 (MID_SWAP_RING),
+    the swapped prefill tiles alone and in pairs (PREFILL_SWAP_RING, 192 and 256 rows) and a small
+    N's (NARROW_RING), every
     tile with the L2 hint (one C path, no split), each
     activation, no bias and an fp32 one, and the three C paths (TMA store, direct store, split-K
     partials, which store directly); per call (defines_for) with and without the stream-K fixup
@@ -212,6 +213,12 @@ def _every_build():
         for act in v5.ACT_CODE.values():
             yield {"BM": bm, "BN": bn, "STAGES": depth, "A_ROWS": bm, "B_ROWS": bn - 8, "ACT": act, "BIAS": 2,
                    "TMA_STORE": 0, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0, "SWAP_AB": 1, "L2_HINT": 2}
+    for bm, bn in [(128, b) for b in v5.PREFILL_SWAP_RING] + [(192, b) for b in v5.PREFILL_SWAP_RING] + [(256, 136)]:
+        for cn in (1, 2):  # C^T's prefill tiles (PREFILL_SWAP), alone and in pairs sharing the weight's rows
+            for act in v5.ACT_CODE.values():
+                yield {"BM": bm, "BN": bn, "STAGES": v5.PREFILL_SWAP_RING[bn] if bm == 128 else v5.PREFILL_SWAP_TALL_RING,
+                       "A_ROWS": bm, "ACT": act, "BIAS": 2, "TMA_STORE": 0, "PARTIAL": 0, "STREAMK": 0, "EPI_DEFER": 0,
+                       "SWAP_AB": 1, "CLUSTER_N": cn, "EDGE_SHIFT": 0, "L2_HINT": 2}
     for bn in (128, 256):  # a 128-row tile at M 65-127 (A_ROWS_128): A's box short of BM
         for act in v5.ACT_CODE.values():
             yield {"BM": 128, "BN": bn, "STAGES": v5.TILES[(128, bn)], "A_ROWS": 72, "ACT": act, "BIAS": 2,
@@ -258,7 +265,7 @@ def test_no_build_keeps_the_accumulators_in_local_memory():
     """A local array in the PTX means the compiler could not keep a variable in registers: for the
     wgmma accumulators that is wrong results (issue 13: a STREAMK=0 build of the gelu epilogue,
     whose epilogue loop NVVM left rolled, returned wrong elements on the H200). No GPU needed:
-    NVRTC's PTX for every build v5 makes (920 compiles, cached on disk). Register spills by ptxas
+    NVRTC's PTX for every build v5 makes (1,095 compiles, cached on disk). Register spills by ptxas
     are a separate, performance matter: the next test."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -1142,7 +1149,11 @@ PREFILL_SWAP_SHAPES = [(257, 14335, 4096), (385, 11001, 4112), (300, 14335, 8192
     ((800, 4096, 1024), None), ((700, 8192, 1984), None),  # past M 576, under 32 k-blocks
     ((577, 4096, 4096), None),    # four tiles of 176 would compute 704 rows, 128-row tiles 640
     ((801, 4096, 4096), None),    # past M 800 (four tiles of 200)
-    ((600, 14336, 4096), None), ((640, 11008, 4096), None)])  # more than two waves
+    ((600, 14336, 4096), None), ((640, 11008, 4096), None),  # more than two waves
+    # the rest of SHAPES.md's table of the rule's own builds ("Prefill with the operands swapped")
+    ((300, 8192, 8192), (176, 2)), ((340, 8192, 4096), (176, 2)), ((350, 16384, 4096), (176, 2)),
+    ((405, 5120, 8192), (136, 1)), ((400, 8192, 4096), (200, 2)), ((400, 13824, 14336), (200, 2)),
+    ((530, 8192, 4096), (136, 2)), ((260, 12288, 4096), (136, 2))])
 def test_prefill_swaps_where_its_tiles_fill_one_or_two_waves(shape, tile):
     """PREFILL_SWAP=1 (the 128-row tiles alone; 2 adds the 192-row ones and 3, shipped, the 256-row
     ones: the next tests): C^T's 128 x BN tiles (BN 136, 176 or 200) in pairs where the rows of x

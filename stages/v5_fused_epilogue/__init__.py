@@ -83,7 +83,7 @@ _NO_MAP = np.zeros(1, dtype=np.dtype("V128"))[0]  # the C map's slot when C is s
 #  * M > 64: 128 x 256 unless its tiles would fill less than two thirds of one wave
 #    (128 x 14336 x 4096 has 56 for 132 SMs, 1000^3 32), then 128 x 128 (twice the tiles; a 128 x 128
 #    tile does 0.92-0.94 of a 128 x 256 tile's work per second at the large shapes, so where 256
-#    fills the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles measured 16% slower
+#    fills the GPU it stays: at 4095 x 4097 x 4104 the 128 x 128 tiles took 18% more time
 #    although they fill 8 waves exactly against 256's 4.1). One wave 73-97% full of 128 x 256
 #    tiles beat the 1.5-2 waves of 128 x 128 (results/probes/20261130T163850: 96 tiles, 1536 x
 #    2048 x 4096, 45.2 against 50.9 us; 104, 1664 x 2048 x 2048, 27.1 against 33.2; 112, 1792 x
@@ -213,8 +213,8 @@ def sector_misaligned(k: int) -> bool:
 # twice the L2: there 128. With the L2 flushed (scripts/promo_probe.py, 8 interleaved rounds, us,
 # 256 -> 128, results/probes/20261201T152242 and T152310): 1000^3 12.4 -> 11.7 and 11.6 (cuBLAS
 # 10.0), 1300 x 1000 x 1000 15.2 -> 13.5, 3000^3 93.7 -> 90.8, 4095 x 4097 x 4104 232.4 -> 222.3,
-# 4096 x 4096 x 4104 194.6 -> 189.2; equal within 0.6 at 600 x 1000 x 1000, 1000 x 1000 x 4104,
-# 2048 x 2048 x 2056, 4096 x 14336 x 4104 (A and B 2.4 times the L2). 256 stays where the weight
+# 4096 x 4096 x 4104 194.6 -> 189.2; equal within 0.3 at 600 x 1000 x 1000, 1000 x 1000 x 4104 and
+# 2048 x 2048 x 2056, 0.7 at 4096 x 4096 x 1000, 1.6 of 705 at 4096 x 14336 x 4104 (A and B 2.4 times the L2). 256 stays where the weight
 # streams once (M <= 128: 16 x 14336 x 4104 42.5 against 43.6, 128 x 14336 x 4104 47.3 against
 # 48.8; B's map alone at 256 matched 256 for both, not better) and where A and B are far past the
 # L2 (8192 x 8192 x 8200: 1644 against 1663, 1632 against 1643). Whole-sector rows: no difference
@@ -402,7 +402,7 @@ PREFILL_SWAP_MIN_K_TILES = {576: {136: 8, 176: 16, 200: 16}, 800: {136: 32, 176:
 # wave of 128 x 256 with less per SM). Between the two heights the rule compares the time of each
 # SM's tiles, modelled as waves x (BM x BN + PREFILL_SWAP_TILE_COST): a tile's fixed cost in
 # elements of C, fitted to the first record (the 128 x 136 tiles in two waves, 64.1 us, against
-# 192 x 200 in one, 58.5: 8,000; it puts 192 x 136, 192 x 176 and 128 x 256 in one wave within 1%
+# 192 x 200 in one, 58.5: about 8,030, taken as 8,192; it puts 192 x 136, 192 x 176 and 128 x 256 in one wave within 1%
 # of their times there). K as PREFILL_SWAP_MIN_K_TILES asks, and at least 16 k-blocks (none shorter
 # was timed).
 # Tiles of 256 rows (PREFILL_SWAP=3, shipped; cuBLAS's nvjet_sm90_hsh_256x136): four consumer warpgroups
