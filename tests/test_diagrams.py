@@ -50,10 +50,14 @@ def test_tma_128b_swizzle_puts_every_k16_slice_of_8_rows_in_8_chunks():
     for kk in range(d["BK"] // 16):
         for c in diagrams.wgmma_slice_chunks(d, kk):
             assert sorted(diagrams.tma128_chunk(r, c) for r in range(8)) == list(range(8))
-    # the kernel's own copy of the rule (the persistent kernel's staging store) agrees
-    for g in range(8):
-        for jj in range(8):
-            assert ((jj % 8) ^ g) == diagrams.tma128_chunk(g, jj)
+    # the kernels' own copy of the rule (v4's and v5's staging store: chunk = ((jj % 8) ^ g) * 16 + ...),
+    # read from kernel.cu and evaluated here (C and Python agree on % and ^ for these small integers)
+    for name in ("v4_swizzle_pipeline", "v5_fused_epilogue"):
+        exprs = re.findall(r"chunk = \(([^;]*?)\) \* 16 \+ 4 \* t;", stages.get(name).code())
+        assert len(exprs) == 1, (name, exprs)
+        for g in range(8):
+            for jj in range(8):
+                assert eval(exprs[0], {}, {"jj": jj, "g": g}) == diagrams.tma128_chunk(g, jj), (name, exprs[0])
 
 
 def test_naive_warp_lines_count_the_lines_the_readme_counts():

@@ -262,8 +262,9 @@ def test_special_value_inputs_have_their_specials():
     assert ((np.abs(a) < 2.0**-14) & (a != 0)).mean() > 0.9, "fp16 subnormals"
 
 
-@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("case", range(len(stress.value_inputs(67, 45, 129, np.random.default_rng(1)))))
 def test_a_right_result_has_no_failures_and_no_differences(case):
+    """Every special-value case (as many as value_inputs makes: a case added there is tested here)."""
     name, a, b = stress.value_inputs(67, 45, 129, np.random.default_rng(1))[case]
     ref, mag = stress.ieee_reference(a, b)
     right = _as_cublas(ref)
@@ -502,8 +503,11 @@ def test_a_quick_stress_of_one_stage(runnable, tmp_path):
 # ---- regressions of faults the H200 stress run (and reading it) found ----------------------------
 def test_tensor_map_cache_survives_two_threads_evicting():
     """tma.tensor_map from two host threads with the cache full: a lookup's move_to_end must not
-    race the other thread's eviction (KeyError before the cache had a lock). A stand-in driver
-    encodes 128 bytes; no GPU needed."""
+    race the other thread's eviction (KeyError before the cache had a lock). The race is made to
+    happen: the cache's `get`, on a hit, starts a second thread that fills the cache past its size
+    and waits up to 0.5 s for it. With the lock that thread waits for the lookup to finish; without
+    it, it evicts the key and move_to_end raises. A stand-in driver encodes 128 bytes; no GPU needed."""
+    import collections
     import ctypes
     import threading
     import types
@@ -521,36 +525,48 @@ def test_tensor_map_cache_survives_two_threads_evicting():
         CUtensorMapFloatOOBfill=enum(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE=0),
         CUresult=enum(CUDA_SUCCESS=0), cuuint64_t=int, cuuint32_t=int,
         cuTensorMapEncodeTiled=lambda *a: (0, types.SimpleNamespace(getPtr=lambda: ctypes.addressof(buf))))
-    saved = dict(tma._cache)
+
+    def arr(ptr):
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr, device_id=0), shape=(64, 64),
+                                     strides=(128, 2))
+
+    errors, fillers = [], []
+
+    def fill():  # the other thread: enough new maps to evict every entry there is
+        try:
+            for i in range(tma._MAX_ENTRIES + 1):
+                tma.tensor_map(arr(0x900000 + 16 * i), 64, 64)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(repr(exc))
+
+    class Racing(collections.OrderedDict):
+        armed = False
+
+        def get(self, key, default=None):
+            hit = super().get(key, default)
+            if hit is not None and self.armed:
+                self.armed = False
+                fillers.append(threading.Thread(target=fill))
+                fillers[-1].start()
+                fillers[-1].join(timeout=0.5)  # the lookup's thread lets the other run first
+            return hit
+
+    saved_cache = tma._cache
     tma._driver.cache_clear()
     try:
         tma._driver = lambda: fake  # noqa: E731  (restored below)
-        tma._cache.clear()
-
-        def arr(ptr):
-            return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr, device_id=0), shape=(64, 64),
-                                         strides=(128, 2))
-
-        errors = []
-
-        def worker(offset):
-            try:
-                for i in range(3000):
-                    tma.tensor_map(arr(0x10000 + 16 * ((i * 7 + offset) % 600)), 64, 64)
-            except Exception as exc:  # noqa: BLE001
-                errors.append(repr(exc))
-
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
+        tma._cache = Racing()
+        tma.tensor_map(arr(0x10000), 64, 64)  # a miss: encoded and kept
+        tma._cache.armed = True
+        tma.tensor_map(arr(0x10000), 64, 64)  # a hit, and the other thread evicting meanwhile
+        for t in fillers:
             t.join()
-        assert not errors, errors[:3]
+        assert fillers and not errors, errors[:3]
         assert len(tma._cache) <= tma._MAX_ENTRIES
     finally:
         import importlib
-        importlib.reload(tma)  # the real, lru-cached _driver back
-        tma._cache.update(saved)
+        importlib.reload(tma)  # the real, lru-cached _driver back, and the module's own cache
+        tma._cache.update(saved_cache)
 
 
 def test_the_leak_check_accepts_memory_that_drops_and_refuses_growth():
@@ -567,10 +583,28 @@ def test_the_leak_check_accepts_memory_that_drops_and_refuses_growth():
     assert not all(stress.leak_checks(snap, snap, snap, 4098, 685_740).values())
 
 
-def test_background_jobs_start_after_the_in_process_sections():
+def test_background_jobs_start_after_the_in_process_sections(monkeypatch):
     """Sanitizers beside the random shapes slowed the naive stage 10x (153 of 1,000 shapes in its
-    share on the H200): run_stress submits them only after every stage's in-process sections."""
-    import inspect as _inspect
+    share on the H200): run_stress submits them only after every stage's in-process sections. Two
+    stand-in stages, each section and each submission recorded in the order run_stress makes them."""
+    import types
 
-    src = _inspect.getsource(stress.run_stress)
-    assert src.index("_section(entry, \"random_shapes\"") < src.index("_submit_background(")
+    events = []
+
+    def section(name):
+        def fn(st, *args):
+            events.append(("section", st.name, name))
+            return {}
+        return fn
+
+    for name in ("random_shapes", "repeat", "concurrency", "values", "hostile", "leaks"):
+        monkeypatch.setattr(stress, f"section_{name}", section(name))
+    monkeypatch.setattr(stress, "_submit_background", lambda jobs, st, *a: events.append(("submit", st.name)))
+    monkeypatch.setattr(stress, "_merge_background", lambda *a: None)
+    monkeypatch.setattr(stress.gpu, "available", lambda: (True, ""))
+    monkeypatch.setattr(stress.records, "new_record", lambda kind, settings: {"kind": kind, "settings": settings,
+                                                                             "results": []})
+    fakes = [types.SimpleNamespace(name=f"s{i}", runnable=lambda: (True, "")) for i in (1, 2)]
+    stress.run_stress(fakes, shapes_per_stage=1, sanitizers=False, leak_calls=1, progress=False)
+    kinds = [e[0] for e in events]
+    assert kinds == ["section"] * 12 + ["submit"] * 2, events

@@ -176,22 +176,22 @@ def test_the_tiles_fit_in_shared_memory_as_compiled():
         # the largest: TMA staging > direct staging (tiles not a multiple of 64 wide store directly)
         for extra in ({"TMA_STORE": int(bn % 64 == 0), "BIAS": 2},):
             compiled = V5.compile("sm_90a", {"BM": bm, "BN": bn, "STAGES": depth, **extra})
-            assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn, extra)
+            assert 0 < compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn, extra)
     for a_rows, depth in v5.DECODE_RING.items():
         compiled = V5.compile("sm_90a", {"BM": 64, "BN": 128, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": 1, "BIAS": 2})
-        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, a_rows
+        assert 0 < compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, a_rows
     for bn, depth in v5.SWAP_RING.items():  # C^T's tiles (SWAP_AB): stored directly
         compiled = V5.compile("sm_90a", {"BM": 128, "BN": bn, "STAGES": depth, "A_ROWS": 128, "TMA_STORE": 0,
                                          "BIAS": 2, "STREAMK": 0, "SWAP_AB": 1})
-        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, bn
+        assert 0 < compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, bn
     for (bm, bn), depth in v5.NARROW_RING.items():  # a small N (NARROW_N=1): stored directly
         compiled = V5.compile("sm_90a", {"BM": bm, "BN": bn, "STAGES": depth, "TMA_STORE": 0, "BIAS": 2})
-        assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn)
+        assert 0 < compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (bm, bn)
     for (a_rows, bn), depth in v5.SPLIT_CLUSTER_RING.items():  # (the larger staging of the two C paths)
         for tma_store in (0, 1):
             compiled = V5.compile("sm_90a", {"BM": 64, "BN": bn, "STAGES": depth, "A_ROWS": a_rows, "TMA_STORE": tma_store,
                                              "BIAS": 2, "SPLIT_CLUSTER": 2, "STREAMK": 0})
-            assert compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (a_rows, bn, tma_store)
+            assert 0 < compiled.constant("gemm_smem_bytes", 0) <= SMEM_MAX, (a_rows, bn, tma_store)
 
 
 def _every_build():
@@ -285,8 +285,8 @@ def test_no_build_spills_registers():
     roles work their geometry out after setmaxnreg: the next test)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def stack(extra):
-        return inspect.resource_usage(str(V5.compile("sm_90a", extra).cubin_path), V5.kernel).get("STACK", 0)
+    def stack(extra):  # (a KeyError where the kernel's resource usage is missing, not a silent 0)
+        return inspect.resource_usage(str(V5.compile("sm_90a", extra).cubin_path), V5.kernel)["STACK"]
 
     builds = list(_every_build())
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -1436,7 +1436,9 @@ def test_clusters_are_right_as_a_knob(tile, cm, cn, runnable):
     adjacent tiles each load a slice of B and multicast it down their tile column; along N, of A
     along their tile row. Edge tiles included: a CTA's tile wholly past M (M <= the tile's rows:
     decode, (100, 1000, 1000) at 128 rows) or wholly past N (N = 7, 13: one tile column), odd N
-    (direct stores), split K (1 x 4096 x 4096) and a stream-K shape (1536 x 3072 x 1024)."""
+    (direct stores), and, for the variants whose tile takes them there, split K (1 x 4096 x 4096:
+    the rule's cases) and stream-K (1536 x 3072 x 1024: the rule's, 128 x 256 in 4 x 1 clusters and 128 x 128 in pairs;
+    the AUTO=0 tiles are never split, and the 64-row tiles keep one wave there)."""
     st = runnable("v5_fused_epilogue")
     st = st.variant(CLUSTER_M=cm, CLUSTER_N=cn) if tile == "rule" else \
         st.variant(AUTO=0, BM=tile[0], BN=tile[1], STAGES=v5.TILES[tile], CLUSTER_M=cm, CLUSTER_N=cn)
@@ -1462,25 +1464,35 @@ def test_the_overlapped_epilogue_is_right_as_a_knob(overlap, runnable):
 @pytest.mark.hopper
 def test_every_path_is_taken_and_right(runnable):
     """Each path named in the README, forced by shape or layout: TMA store, direct store (odd N,
-    misaligned out), split-K partials + reduction, the padded copy of A and B (K % 8, misaligned a)."""
+    misaligned out), split-K partials + reduction, split K in 2-CTA clusters, the padded copy of A
+    and B (K % 8, misaligned a); the test asserts that its calls take every one of them."""
     st = runnable("v5_fused_epilogue")
     cp = gpu.cupy()
-    for m, n, k in [(256, 512, 192), (100, 101, 96), (1, 4096, 4096), (33, 300, 13), (700, 1001, 72)]:
+    taken = set()
+    for m, n, k in [(256, 512, 192), (100, 101, 96), (1, 4096, 4096), (33, 300, 13), (700, 1001, 72),
+                    (128, 2048, 8192)]:
         a, b = verify.random_operands(m, n, k, 7 + m, cp)
         bias = cp.random.default_rng(m).standard_normal(n, dtype=cp.float32)
         # views one element into bigger buffers: 2-byte aligned, not 16
         a_buf = cp.empty(m * k + 1, cp.float16)
         a_off = a_buf[1:].reshape(m, k)
         a_off[...] = a
-        out_buf = cp.full(m * n + 1, np.nan, cp.float16)
-        out_off = out_buf[1:].reshape(m, n)
+        out_buf = cp.full(m * n + 2, np.nan, cp.float16)
+        out_off = out_buf[1:-1].reshape(m, n)
         epi = contract.Epilogue(bias, 0.5, "silu")
         ref, mag = verify.reference(a, b, cp, epi)
-        for aa, out in ((a, cp.empty((m, n), cp.float16)), (a_off, out_off)):
+        for aa, out in ((a, cp.full((m, n), np.nan, cp.float16)), (a_off, out_off)):
+            call = Call(aa, b, out, m, n, k, st.defines, gpu.current(), epi)
+            d = v5.defines_for(call)
+            taken |= {"TMA store" if d["TMA_STORE"] else "direct store"}
+            taken |= {"split-K partials"} if d["PARTIAL"] else set()
+            taken |= {"split K in clusters"} if d["SPLIT_CLUSTER"] > 1 else set()
+            taken |= {"padded copy"} if v5.copies(call) else set()
             st.gemm(aa, b, out=out, bias=bias, alpha=0.5, activation="silu")
             chk = verify.judge_output(verify.Check(st.name, m, n, k, 0), out, ref, mag, cp)
             assert chk.passed, (m, n, k, aa is a_off, chk.reason)
-        assert bool(cp.isnan(out_buf[:1]).all()), "nothing written before the view"
+        assert bool(cp.isnan(out_buf[:1]).all() and cp.isnan(out_buf[-1:]).all()), "nothing written outside the view"
+    assert taken == {"TMA store", "direct store", "split-K partials", "split K in clusters", "padded copy"}, taken
 
 
 @pytest.mark.hopper
@@ -1509,10 +1521,15 @@ def test_split_k_is_bitwise_repeatable(runnable):
     by_units = shipped.variant(SPLIT_CLUSTER=1)
     assert v5.shape_config(m, n, k, by_units.defines, gpu.current())[3] > 1
     a, b = verify.random_operands(m, n, k, 11, cp)
+    ref, mag = verify.reference(a, b, cp, contract.Epilogue(None, 1.0, "gelu"))
     for st in (shipped, by_units):
-        first = st.gemm(a, b, activation="gelu")
+        first = cp.full((m, n), np.nan, cp.float16)  # each call into a fresh NaN-poisoned output: a call
+        st.gemm(a, b, out=first, activation="gelu")  # that wrote nothing would leave NaN, not old bits
+        chk = verify.judge_output(verify.Check(st.name, m, n, k, 11), first, ref, mag, cp)
+        assert chk.passed, (st.name, chk.reason)
         for _ in range(20):
-            again = st.gemm(a, b, activation="gelu")
+            again = cp.full((m, n), np.nan, cp.float16)
+            st.gemm(a, b, out=again, activation="gelu")
             assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), st.name
 
 
@@ -1601,10 +1618,13 @@ def test_edge_shift_writes_the_same_bits_as_the_tiles_it_moves(runnable):
     for m, n, k in EDGE_SHAPES:
         a, b = verify.random_operands(m, n, k, 7 * m + n + k, cp)
         bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32)
-        want = unshifted.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
+        want = cp.full((m, n), np.nan, cp.float16)  # fresh NaN-poisoned outputs: a call that wrote
+        unshifted.gemm(a, b, out=want, bias=bias, alpha=0.5, activation="silu")  # nothing leaves NaN
+        assert not bool(cp.isnan(want).any()), (m, n, k)
         for _ in range(2):
             for s in (shifted, st):
-                got = s.gemm(a, b, bias=bias, alpha=0.5, activation="silu")
+                got = cp.full((m, n), np.nan, cp.float16)
+                s.gemm(a, b, out=got, bias=bias, alpha=0.5, activation="silu")
                 assert bool((got.view(cp.uint16) == want.view(cp.uint16)).all()), (s.name, m, n, k)
 
 
@@ -1778,11 +1798,13 @@ def test_stream_k_is_right_and_bitwise_repeatable(runnable):
         bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32).astype(cp.float16)
         epi = contract.Epilogue(bias, 0.75, "gelu")
         ref, mag = verify.reference(a, b, cp, epi)
-        first = st.gemm(a, b, bias=bias, alpha=0.75, activation="gelu")
+        first = cp.full((m, n), np.nan, cp.float16)  # fresh NaN-poisoned outputs: a call that wrote
+        st.gemm(a, b, out=first, bias=bias, alpha=0.75, activation="gelu")  # nothing leaves NaN, not old bits
         chk = verify.judge_output(verify.Check(st.name, m, n, k, 0), first, ref, mag, cp)
         assert chk.passed, ((m, n, k), chk.reason)
         for _ in range(5):
-            again = st.gemm(a, b, bias=bias, alpha=0.75, activation="gelu")
+            again = cp.full((m, n), np.nan, cp.float16)
+            st.gemm(a, b, out=again, bias=bias, alpha=0.75, activation="gelu")
             assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), (m, n, k)
 
 
@@ -1859,9 +1881,10 @@ def test_the_schedule_divides_without_a_call_and_the_roles_carry_no_geometry(m, 
     d, cubin = _rule_build(m, n, k, epi)
     assert d["STREAMK"] == streamk, d
     sass = inspect.kernel_sass(cubin, V5.kernel)
+    assert "HGMMA" in sass, "the main kernel's SASS was not found"
     assert "CALL" not in sass, "a division compiled to a subroutine call"
     assert "STL" not in sass and "LDL" not in sass, (m, n, k, text)
-    assert inspect.resource_usage(cubin, V5.kernel).get("STACK", 0) == 0
+    assert inspect.resource_usage(cubin, V5.kernel)["STACK"] == 0
 
 
 def test_the_cluster_start_arrives_relaxed():
