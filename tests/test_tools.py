@@ -337,6 +337,22 @@ def test_only_bench_records_feed_the_stage_tables():
     assert best[("v0_naive", 4096, 4096, 4096)][0]["tflops"] == 7.0
 
 
+def test_a_newer_failing_run_is_not_hidden_behind_an_older_passing_one():
+    """latest_results: the newest entry wins whether it passed or not, and the tables say
+    "failed" there instead of showing the older figure (a skipped entry does not count)."""
+    old = dict(_record(), _path="results/old.json")
+    new = copy.deepcopy(_record())
+    new["_path"] = "results/new.json"
+    new["results"][1].update(status="failed", verified=False, reason="an element is 3.0x over its error bound")
+    skipped = dict(copy.deepcopy(_record()), _path="results/skip.json")
+    skipped["results"] = [{"stage": "v0_naive", "m": 4096, "n": 4096, "k": 4096, "status": "skipped", "reason": "x"}]
+    best = records.latest_results([old, new, skipped])
+    assert best[("v0_naive", 4096, 4096, 4096)][1]["_path"] == "results/new.json"
+    assert "| [v0_naive](stages/v0_naive/) |" in report.stage_table([old, new]) and "| failed | – |" in report.stage_table([old, new])
+    assert "failed: an element is 3.0x over its error bound" in report.stage_measured("v0_naive", [old, new])
+    assert "| 7 | 0.01 |" in report.stage_table([new, old]), "records are read oldest first: the last one read is the newest"
+
+
 def test_replace_block():
     text = "a\n<!-- t:begin -->\nold\n<!-- t:end -->\nb"
     assert report.replace_block(text, "t", "new") == "a\n<!-- t:begin -->\nnew\n<!-- t:end -->\nb"

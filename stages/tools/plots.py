@@ -31,7 +31,7 @@ CUBLAS_COLOR = "#000000"
 # ---- data ------------------------------------------------------------------------------------
 def latest(recs: list[dict], gpu_substring: str = "H200") -> dict:
     """(stage, m, n, k) -> entry, newest first, from bench records on a matching GPU."""
-    return {key: e for key, (e, _) in records.latest_results(recs, gpu_substring).items()}
+    return {key: e for key, (e, _) in records.latest_results(recs, gpu_substring).items() if e["status"] == "ok"}
 
 
 def ceilings(recs: list[dict], gpu_substring: str = "H200") -> dict | None:
@@ -43,7 +43,7 @@ def ceilings(recs: list[dict], gpu_substring: str = "H200") -> dict | None:
 
 def sources(recs: list[dict], gpu_substring: str = "H200") -> list[str]:
     """The record files the figures use, for the notebook to cite."""
-    used = {rec["_path"] for _, (_, rec) in records.latest_results(recs, gpu_substring).items()}
+    used = {rec["_path"] for _, (e, rec) in records.latest_results(recs, gpu_substring).items() if e["status"] == "ok"}
     used |= {r["_path"] for r in recs if r.get("kind") == "ceilings"}
     return sorted(used)
 

@@ -332,15 +332,17 @@ def latest_ablation(name: str, recs: list[dict] | None = None) -> dict | None:
 
 
 def latest_results(records: list[dict], gpu_substring: str = "H200") -> dict:
-    """(stage, m, n, k) -> (entry, record) from the newest record on a matching GPU: the plain
-    GEMM only (fused-epilogue entries are `latest_fused`'s)."""
+    """(stage, m, n, k) -> (entry, record) from the newest record on a matching GPU that ran it:
+    the plain GEMM only (fused-epilogue entries are `latest_fused`'s). The newest entry wins
+    whether it passed or failed the judge (a newer failure is not hidden behind an older pass: the
+    tables show it as failed); a skipped one does not count."""
     best = {}
     for rec in records:
         g = rec["env"].get("gpu") or {}
         if rec.get("kind", "bench") != "bench" or gpu_substring not in (g.get("name") or ""):
             continue
         for e in rec.get("results", []):
-            if e.get("status") == "ok" and not e.get("epilogue"):
+            if e.get("status") in ("ok", "failed") and not e.get("epilogue"):
                 best[(e["stage"], e["m"], e["n"], e["k"])] = (e, rec)
     return best
 

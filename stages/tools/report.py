@@ -47,14 +47,14 @@ def stage_table(recs: list[dict]) -> str:
             if hit:
                 e, rec = hit
                 used.add(rec["_path"])
-                cells += [_tf(e["tflops"]), _ratio(e.get("ratio_cublas"))]
+                cells += [_tf(e["tflops"]), _ratio(e.get("ratio_cublas"))] if e["status"] == "ok" else ["failed", "–"]
             else:
                 cells += ["–", "–"]
         link = f"[{name}](stages/{name}/)" if name != "cublas" else name
         lines.append(f"| {link} | {st.idea} | {req}; {cons} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Measured on an NVIDIA H200 by `python -m stages bench`; each row is its stage's newest "
-                 "record, and its × cuBLAS is against cuBLAS in that same run (so it need not match the "
+                 "record (one whose output failed the judge reads \"failed\"), and its × cuBLAS is against cuBLAS in that same run (so it need not match the "
                  "cublas row, cuBLAS's own newest run); records: "
                  + (", ".join(f"[{p}]({p})" for p in sorted(used)) if used else "none yet") + ".")
     return "\n".join(lines)
@@ -68,6 +68,10 @@ def stage_measured(name: str, recs: list[dict]) -> str:
     out = ["| shape (M×N×K) | median ms (p20–p80) | TFLOP/s | % of fp16 peak | × cuBLAS | rel. error | record |",
            "|---|---|---|---|---|---|---|"]
     for (_, m, n, k), (e, rec) in sorted(rows, key=lambda r: r[0][1:]):
+        if e["status"] != "ok":  # the newest run failed the judge: said, not an older figure
+            out.append(f"| {m}×{n}×{k} | failed: {e.get('reason', '')} | – | – | – | – | "
+                       f"[{Path(rec['_path']).name}](../../{rec['_path']}) |")
+            continue
         out.append(f"| {m}×{n}×{k} | {e['ms_median']:.3f} ({e['ms_p20']:.3f}–{e['ms_p80']:.3f}) | "
                    f"{e['tflops']:.1f} | {_fmt(e.get('pct_peak'), '.1f')} | "
                    f"{_ratio(e.get('ratio_cublas'))} | {e['rel_err']:.1e} | "

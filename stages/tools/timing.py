@@ -36,6 +36,7 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
 @dataclass
 class Timing:
     ms: list[float] = field(default_factory=list)
+    order: str = "interleaved"  # bench: "alone" where a call could not be timed in turn with the others
 
     @property
     def median(self) -> float:
