@@ -17,7 +17,7 @@ datasheet's figure at its boost clock) x the median sampled clock.
 (EPILOGUE in bench's spelling: bias, bias+ACTIVATION, ACTIVATION, ...; a float16 N(0, 1) bias).
 Each row also gives the energy of one launch, the median board power times the time per launch:
 where the board holds its power limit, a launch that needs more energy takes longer whatever
-overlaps what.
+overlaps what. Each launch's output is judged once against float64 first (the row's `check`).
 """
 import argparse
 import json
@@ -47,7 +47,7 @@ args = p.parse_args()
 
 
 def parse_case(text):
-    """(stage, label, (m, n, k), gemm keywords) of one --cases entry."""
+    """(stage, label, (m, n, k), epilogue spec, its bias) of one --cases entry."""
     parts = text.split(":")
     name, *sets = parts[0].split(",")
     st = stages.get(name)
@@ -56,7 +56,7 @@ def parse_case(text):
     m, n, k = (int(x) for x in parts[1].lower().split("x"))
     es = records.parse_epilogue(parts[2] if len(parts) > 2 else records.PLAIN_WORD)
     bias = bench.random_bias(n, secrets.randbits(63), cp) if es.bias else None
-    return st, text, (m, n, k), es.kwargs(bias)
+    return st, text, (m, n, k), es, bias
 
 
 cp = gpu.cupy()
@@ -64,12 +64,18 @@ dev = gpu.current()
 smi = shutil.which("nvidia-smi")
 flush = L2Flusher(dev.l2_bytes)
 rows = []
-for st, case, (m, n, k), kw in [parse_case(c) for c in args.cases.split(";") if c]:
-    name = st.name
+for st, case, (m, n, k), es, bias in [parse_case(c) for c in args.cases.split(";") if c]:
+    name, kw = st.name, es.kwargs(bias)
     a, b = verify.random_operands(m, n, k, secrets.randbits(63), cp)
-    out = cp.empty((m, n), cp.float16)
+    out = cp.full((m, n), np.nan, cp.float16)  # poisoned: the first run's output is judged below
     run = st.prepare(a, b, out, **kw)
-    for _ in range(20):
+    run()
+    cp.cuda.get_current_stream().synchronize()
+    ref, mag = bench.fused_reference(a, b, cp, es.epilogue(bias), intermediate_fp16=bench.rounds_before_epilogue(st, es))
+    chk = verify.judge_output(verify.Check(name, m, n, k, 0), out, ref, mag, cp)
+    check = "ok" if chk.passed else "FAIL " + chk.reason
+    del ref, mag
+    for _ in range(19):
         run()
     cp.cuda.get_current_stream().synchronize()
     for mode in args.modes.split(","):
@@ -112,7 +118,7 @@ for st, case, (m, n, k), kw in [parse_case(c) for c in args.cases.split(";") if 
                "temp_c_max": max((s["temp_c"] for s in busy), default=None),
                "reasons_seen": sorted({s["reasons"] for s in busy}),
                "peak_tflops_at_clock": peak, "fraction_of_peak_at_clock": tf / peak if peak else None,
-               "samples": len(busy)}
+               "samples": len(busy), "check": check}
         rows.append(row)
         print(json.dumps(row), flush=True)
     del a, b, out

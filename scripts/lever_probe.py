@@ -66,10 +66,11 @@ v5 on small grids (M > 64 and fewer 128 x 128 tiles than SMs: 1000^3, 128 x 4096
                 and without EPI_DEFER
 v5 with narrow tiles ("bn"): BN = 112 and 32 (and 64, 128, 256) as fixed choices on the shapes
 where the rule's tile leaves SMs idle, beside the shipped rule and cuBLAS
-v5 with a split of K ("split"): v5 (shipped, the reduce kernel) against v5-fixup (SPLIT_FIXUP=1:
+v5 with a split of K ("split"): v5-units (SPLIT_CLUSTER=1: the split by units and the reduce kernel;
+  shipped v5 splits K in 2-CTA clusters at M <= 64 since b0e9e4d) against v5-fixup (SPLIT_FIXUP=1:
   the unit that completes a tile sums its partials) at the shapes the rule splits; fixed splits
   v5-s1 .. v5-s8 (AUTO=0, 64 x 128) at decode shapes
-Decode ring depth ("ring"): v5 (A_ROWS 16 or 32 for M <= 32: 11 or 10 buffers) against v5-ring8
+Decode ring depth ("ring"): v5-units (SPLIT_CLUSTER=1; A_ROWS 16 or 32 for M <= 32: 11 or 10 buffers) against v5-ring8
   (the same tile and split with 64 rows of A per buffer, 8 buffers), fill and clean flush
 The bench's flush against a clean one ("clean"): cuBLAS and v5 after the 256 MiB fill (dirty L2)
   and after a read of the same buffer (L2Flusher(clean=True): a clean L2), at decode, prefill, 1000^3, 4096^3
@@ -98,7 +99,7 @@ from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
 from probe_copy import mutated  # scripts/probe_copy.py (this script's folder is on sys.path)
-from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
+from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -201,6 +202,7 @@ def measure(m, n, k, entries, judged, epi=contract.PLAIN, label="plain", flusher
     out = cp.empty((m, n), cp.float16)
     runs, checks = prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp)
     med, samples = interleaved(runs, args.rounds, args.reps, flusher or flush)
+    rows += refused_rows(runs, checks, {"m": m, "n": n, "k": k, "epilogue": label, "x_first_baseline": None})
     base = med.get("cublas") or med.get("torch_addmm_gelu")
     for name, ms in med.items():
         rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": name, "ms_median": ms,
@@ -298,10 +300,13 @@ if "split" in only:
     # A split of K summed in the main kernel by the unit that completes each tile (SPLIT_FIXUP=1,
     # a knob) against the reduce kernel (SPLIT_FIXUP=0, shipped), at the shapes the rule splits;
     # and, on decode shapes, fixed splits (AUTO=0) with the reduce kernel beside the rule's choice.
-    fixed = {"v5-fixup": V5.variant(SPLIT_FIXUP=1)}
+    # (since the rule splits K in 2-CTA clusters at M <= 64, b0e9e4d, these calls run no reduce kernel
+    # as shipped: the split by units is pinned, SPLIT_CLUSTER=1, so that the two differ as named)
+    units = V5.variant(SPLIT_CLUSTER=1)
+    fixed = {"v5-units": units, "v5-fixup": units.variant(SPLIT_FIXUP=1)}
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192),
                   (1, 4096, 14336), (33, 3000, 4104), (1, 1000, 1000)]:
-        measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-fixup", "cublas"})
+        measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-units", "v5-fixup", "cublas"})
     for shape in [(16, 4096, 14336), (1, 4096, 14336), (16, 14336, 4096)]:
         forced = {f"v5-s{sp}": v5_tile(64, 128, sp) for sp in (1, 2, 4, 8)}
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **forced}, {"v5", "cublas", *forced})
@@ -313,12 +318,15 @@ if "ring" in only:
     clean = L2Flusher(dev.l2_bytes, clean=True)
     for shape in [(16, 14336, 4096), (1, 14336, 4096), (32, 14336, 4096), (1, 4096, 4096), (16, 4096, 14336),
                   (8, 2048, 8192), (64, 14336, 4096)]:
-        splits = v5mod.shape_config(*shape, V5.defines, dev)[3]
-        entries = {"cublas": CUBLAS, "v5": V5,
+        # (the split by units on both sides: where the rule splits K in 2-CTA clusters, b0e9e4d,
+        # v5 as shipped would not be the same tile and split as the fixed build)
+        units = V5.variant(SPLIT_CLUSTER=1)
+        splits = v5mod.shape_config(*shape, units.defines, dev)[3]
+        entries = {"cublas": CUBLAS, "v5-units": units,
                    "v5-ring8": v5_tile(64, 128, splits)}
-        measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, fill flush")
+        measure(*shape, entries, {"v5-units", "v5-ring8", "cublas"}, label="plain, fill flush")
         if shape[1] == 14336 and shape[0] <= 16:
-            measure(*shape, entries, {"v5", "v5-ring8", "cublas"}, label="plain, clean flush", flusher=clean)
+            measure(*shape, entries, {"v5-units", "v5-ring8", "cublas"}, label="plain, clean flush", flusher=clean)
 
 if "explore" in only:
     # Configurations the rule does not pick, at the shapes where v5 is furthest behind cuBLAS:
@@ -419,9 +427,10 @@ if "epimath" in only:
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192)]:
         # split K's two launches apart (diagnostics: the main kernel alone leaves C unwritten,
         # the reduce kernel alone sums stale partials)
-        parts = {"v5-main": dataclasses.replace(V5, plan=lambda call, k: v5mod.plan(call, k)[:1]),
-                 "v5-reduce": dataclasses.replace(V5, plan=lambda call, k: v5mod.plan(call, k)[1:])}
-        measure(*shape, {"cublas": CUBLAS, "v5": V5, **parts}, {"cublas", "v5"})
+        units = V5.variant(SPLIT_CLUSTER=1)  # (the split by units: as shipped these split in clusters, one launch)
+        parts = {"v5-main": dataclasses.replace(units, plan=lambda call, k: v5mod.plan(call, k)[:1]),
+                 "v5-reduce": dataclasses.replace(units, plan=lambda call, k: v5mod.plan(call, k)[1:])}
+        measure(*shape, {"cublas": CUBLAS, "v5-units": units, **parts}, {"cublas", "v5-units"})
 
 if "pdl" in only:
     # The split-K reduce kernel launched as a programmatic dependent of the main kernel (PDL=1:
@@ -429,7 +438,9 @@ if "pdl" in only:
     # launch after it (PDL=0), at the shapes the rule splits.
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192), (1, 4096, 14336),
                   (33, 3000, 4104), (64, 4096, 4096), (128, 2048, 8192), (1, 1000, 1000)]:
-        measure(*shape, {"cublas": CUBLAS, "v5": V5, "v5-nopdl": V5.variant(PDL=0)}, {"cublas", "v5", "v5-nopdl"})
+        units = V5.variant(SPLIT_CLUSTER=1)  # (the reduce kernel: as shipped, M <= 64 splits in clusters)
+        measure(*shape, {"cublas": CUBLAS, "v5-units": units, "v5-nopdl": units.variant(PDL=0)},
+                {"cublas", "v5-units", "v5-nopdl"})
 
 if "m64" in only:
     # Decode at M = 64 (0.80x cuBLAS in results/20261130T203836: 32 tiles of 64 x 128, 8 splits,

@@ -28,7 +28,7 @@ from stages.core.stage import Call
 from stages.tools import bench, records, verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py (this script's folder is on sys.path)
+from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py (this script's folder is on sys.path)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -59,6 +59,8 @@ def variant(name):
         name = name[:-3]
     if name.startswith("ovl"):
         kw["EPI_OVERLAP"] = int(name[3:])
+    elif name != "v5":  # (any other name would time the shipped kernel under it)
+        raise ValueError(f"unknown variant {name!r}: v5, K=V[:K=V...], ovlD, each optionally -dp, or a baseline")
     return V5.variant(**kw)
 
 
@@ -160,6 +162,7 @@ for (m, n, k) in shapes:
         runs, verdict = prepare_judged(entries, set(entries), a, b, out, kw, ref, mag, cp)
         ovl = {nm: defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
                for nm in runs if nm in stages_by_name}
+        rows += refused_rows(runs, verdict, {"m": m, "n": n, "k": k, "epilogue": label, "overlap": None, "flush": None})
         for fname, flush in flushers.items():
             med, samples = interleaved(runs, args.rounds, args.reps, flush)
             for nm, ms in med.items():

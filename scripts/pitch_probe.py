@@ -18,10 +18,11 @@ import secrets
 import stages
 import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
+from stages.core.stage import Call
 from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
+from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
 
 SHAPES = [
     # 128 x 256 tiles (a wave at least two thirds full): pairs before, alone now
@@ -48,16 +49,29 @@ dev = gpu.current()
 flush = L2Flusher(dev.l2_bytes)
 
 
+class _Out:  # what defines_for reads of `out`: an aligned pointer
+    data = type("data", (), {"ptr": 0})
+
+
 def choice(m, n, k, misaligned):
-    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) of the rule with `misaligned` as its test."""
+    """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) of the build a plain call gets (`defines_for`,
+    so every branch of the rule counts) with `misaligned` as the rule's test of K's rows. A shape
+    where the rule swaps the operands or splits K in a cluster is refused: `fixed` cannot build those."""
     keep = v5mod.sector_misaligned
     v5mod.sector_misaligned = misaligned
     v5mod._auto.cache_clear()
+    v5mod._DECIDED.clear()  # (defines_for's answers are kept per call: decided again under this test)
     try:
-        return v5mod._auto(m, n, k, dev, v5mod.CONFIG["MAX_SPLITS"])[:6]
+        d = V5.defines_for(Call(None, None, _Out, m, n, k, V5.defines, dev, contract.PLAIN))
+        splits = v5mod.shape_config(m, n, k, V5.defines, dev)[3]
     finally:
         v5mod.sector_misaligned = keep
         v5mod._auto.cache_clear()
+        v5mod._DECIDED.clear()
+    if d["SWAP_AB"] or d["SPLIT_CLUSTER"] > 1:
+        raise ValueError(f"{m}x{n}x{k}: the rule swaps the operands or splits K in a cluster there; "
+                         "this probe builds only unswapped tiles split by units")
+    return d["BM"], d["BN"], d["STAGES"], splits, d["CLUSTER_M"], d["CLUSTER_N"]
 
 
 def fixed(cfg):
@@ -83,6 +97,7 @@ for m, n, k in shapes:
     out = cp.empty((m, n), cp.float16)
     runs, checks = prepare_judged(entries, set(entries), a, b, out, {}, ref, mag, cp)
     med, samples = interleaved(runs, args.rounds, args.reps, flush)
+    rows += refused_rows(runs, checks, {"m": m, "n": n, "k": k, "config": None, "x_cublas": None})
     base = med.get("cublas")
     for name, ms in med.items():
         cfg = now if name == "rule" else before if name == "before" else None

@@ -7,7 +7,9 @@ SHAPES.md, "Sectors, not lines"). This prepares v5 once per promotion (none, 64,
 maps are encoded at prepare time, so each prepared launch keeps its own), judges every launch against
 float64 (NaN-poisoned output, fresh operands per shape), then times them beside cuBLAS in
 interleaved rounds, with the L2 flushed before each launch ("flushed", as the bench) and without
-("warm": the operands stay in the L2 from the launch before).
+("warm": the operands stay in the L2 from the launch before; each launch behind a `QueueHold` since
+2026-12-05, so that a kernel shorter than the call path is timed, not the host: the warm rows of
+results/probes/20261201T152214 and T153334 were timed without it).
 
     python3 scripts/promo_probe.py --out DIR   ->  DIR/promo-probe.json
 """
@@ -19,7 +21,7 @@ import sys
 import stages
 from stages.core import gpu, tma
 from stages.tools import verify
-from stages.tools.timing import L2Flusher, tflops
+from stages.tools.timing import L2Flusher, QueueHold, tflops
 
 from side_by_side import interleaved, prepare_judged, save  # scripts/side_by_side.py
 
@@ -72,6 +74,7 @@ class Promoted:
 cp = gpu.cupy()
 dev = gpu.current()
 flush = L2Flusher(dev.l2_bytes)
+hold = QueueHold()  # (warm mode: holds the queue without touching memory, timing.py)
 st = stages.get(args.stage)
 promotions = args.promotions.split(",")
 rows, bad = [], []
@@ -85,7 +88,9 @@ for shape in args.shapes.split(","):
     runs, verdict = prepare_judged(entries, set(entries), a, b, out, {}, ref, mag, cp)
     bad += [f"{shape} {nm}: {v}" for nm, v in verdict.items() if v != "ok"]
     for mode in args.modes.split(","):
-        fl = {"flushed": flush, "warm": None}[mode]
+        # warm: behind a QueueHold, so that the events bracket the kernel and not the host's call path
+        # (without it the warm rows of 10-µs kernels read 17-18 µs, the host's time: T152214)
+        fl = {"flushed": flush, "warm": hold}[mode]
         med, samples = interleaved(runs, args.rounds, args.reps, fl)
         for nm, ms in med.items():
             rows.append({"m": m, "n": n, "k": k, "mode": mode, "variant": nm, "ms_median": ms,

@@ -31,6 +31,14 @@ def prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp):
     return runs, checks
 
 
+def refused_rows(runs, checks, fields: dict) -> list[dict]:
+    """A row for each entry that could not be prepared (its verdict "unavailable: ..."): the
+    probes build their rows from the timings, where a refused variant has none, so without these
+    it would leave no trace in the record (a reviewer found two records missing rows that way)."""
+    return [{**fields, "variant": name, "ms_median": None, "tflops": None, "samples": 0, "check": verdict}
+            for name, verdict in checks.items() if name not in runs]
+
+
 def interleaved(runs, rounds, reps, flush):
     """({name: median ms}, {name: samples}): `rounds` rounds, each timing every run `reps` times.
     Each round starts one run further along (round r: runs r, r + 1, ..., then 0 .. r - 1), so that

@@ -768,3 +768,21 @@ def test_a_sliced_run_says_where_it_starts_and_how_to_resume():
     assert timed.returncode == 0, timed.stdout[-2000:]
     assert f"--part: items {len(ids) - 1} to {len(ids) - 1} of {len(ids)} in file order" in timed.stdout
     assert f", {len(ids) - 1} s of the order's {2 * len(ids) - 2} s" in timed.stdout
+
+
+def test_a_probe_variant_that_could_not_be_prepared_leaves_a_row():
+    """scripts/side_by_side.refused_rows: the probes build their rows from the timings, where a
+    variant refused at prepare time has none; it gets a row with no time and its verdict (two probe
+    records lost such rows without a trace: their `caveat`)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "side_by_side.py"
+    spec = importlib.util.spec_from_file_location("side_by_side", path)
+    sbs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sbs)
+    runs = {"v5": object(), "cublas": object()}
+    checks = {"v5": "ok", "cublas": "ok", "64x2": "unavailable: ValueError: too much shared memory"}
+    rows = sbs.refused_rows(runs, checks, {"m": 64, "n": 4096, "k": 4096})
+    assert rows == [{"m": 64, "n": 4096, "k": 4096, "variant": "64x2", "ms_median": None, "tflops": None,
+                     "samples": 0, "check": "unavailable: ValueError: too much shared memory"}]
