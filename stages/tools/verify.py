@@ -120,10 +120,15 @@ def activate(x, activation: str | None, xp):
 
 def reference(a, b, xp, epilogue: contract.Epilogue = contract.PLAIN):
     """float64 act(alpha * a @ b.T + bias) and the bound's magnitude term, on host or GPU."""
+    return _reference_and_pre(a, b, xp, epilogue)[:2]
+
+
+def _reference_and_pre(a, b, xp, epilogue: contract.Epilogue):
+    """reference()'s (ref, mag) and the pre-activation they came from (ref itself without one)."""
     pre, mag = _affine(a, b, xp, epilogue)
     if epilogue.activation is None:
-        return pre, mag
-    return activate(pre, epilogue.activation, xp), mag * ACT_SLOPE
+        return pre, mag, pre
+    return activate(pre, epilogue.activation, xp), mag * ACT_SLOPE, pre
 
 
 def _affine(a, b, xp, epilogue: contract.Epilogue):
@@ -264,10 +269,8 @@ def check(stage, m: int, n: int, k: int, seed: int | None = None, *, bias_dtype=
 def _judged_reference(a, b, xp, epi: contract.Epilogue, form_error: float):
     """reference()'s (ref, mag) and check()'s widening of the bound: form_error times |the
     pre-activation| (0 without either), from one float64 product."""
-    if not form_error or epi.activation is None:
-        return (*reference(a, b, xp, epi), 0.0)
-    pre, mag = _affine(a, b, xp, epi)
-    return activate(pre, epi.activation, xp), mag * ACT_SLOPE, form_error * xp.abs(pre)
+    ref, mag, pre = _reference_and_pre(a, b, xp, epi)
+    return ref, mag, (form_error * xp.abs(pre) if form_error and epi.activation is not None else 0.0)
 
 
 # ---- epilogue cases -------------------------------------------------------------------------------
