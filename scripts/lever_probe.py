@@ -113,6 +113,9 @@ args = p.parse_args()
 HERE = Path(__file__).resolve().parent
 V4 = stages.get("v4_swizzle_pipeline")
 V5 = stages.get("v5_fused_epilogue")
+# v5 with K split by units and summed by the reduce kernel: since the rule splits K in 2-CTA clusters
+# at M <= 64 (b0e9e4d), shipped v5 runs no reduce kernel at the decode shapes these sections time
+V5_UNITS = V5.variant(SPLIT_CLUSTER=1)
 
 
 def v5_tile(bm, bn, splits=1, stages_=None, **kw):
@@ -300,10 +303,8 @@ if "split" in only:
     # A split of K summed in the main kernel by the unit that completes each tile (SPLIT_FIXUP=1,
     # a knob) against the reduce kernel (SPLIT_FIXUP=0, shipped), at the shapes the rule splits;
     # and, on decode shapes, fixed splits (AUTO=0) with the reduce kernel beside the rule's choice.
-    # (since the rule splits K in 2-CTA clusters at M <= 64, b0e9e4d, these calls run no reduce kernel
-    # as shipped: the split by units is pinned, SPLIT_CLUSTER=1, so that the two differ as named)
-    units = V5.variant(SPLIT_CLUSTER=1)
-    fixed = {"v5-units": units, "v5-fixup": units.variant(SPLIT_FIXUP=1)}
+    # (the split by units pinned, V5_UNITS, so that the two differ as named)
+    fixed = {"v5-units": V5_UNITS, "v5-fixup": V5_UNITS.variant(SPLIT_FIXUP=1)}
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192),
                   (1, 4096, 14336), (33, 3000, 4104), (1, 1000, 1000)]:
         measure(*shape, {"cublas": CUBLAS, "v5": V5, **fixed}, {"v5", "v5-units", "v5-fixup", "cublas"})
@@ -318,11 +319,9 @@ if "ring" in only:
     clean = L2Flusher(dev.l2_bytes, clean=True)
     for shape in [(16, 14336, 4096), (1, 14336, 4096), (32, 14336, 4096), (1, 4096, 4096), (16, 4096, 14336),
                   (8, 2048, 8192), (64, 14336, 4096)]:
-        # (the split by units on both sides: where the rule splits K in 2-CTA clusters, b0e9e4d,
-        # v5 as shipped would not be the same tile and split as the fixed build)
-        units = V5.variant(SPLIT_CLUSTER=1)
-        splits = v5mod.shape_config(*shape, units.defines, dev)[3]
-        entries = {"cublas": CUBLAS, "v5-units": units,
+        # (the split by units on both sides, V5_UNITS: the same tile and split as the fixed build)
+        splits = v5mod.shape_config(*shape, V5_UNITS.defines, dev)[3]
+        entries = {"cublas": CUBLAS, "v5-units": V5_UNITS,
                    "v5-ring8": v5_tile(64, 128, splits)}
         measure(*shape, entries, {"v5-units", "v5-ring8", "cublas"}, label="plain, fill flush")
         if shape[1] == 14336 and shape[0] <= 16:
@@ -427,10 +426,9 @@ if "epimath" in only:
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192)]:
         # split K's two launches apart (diagnostics: the main kernel alone leaves C unwritten,
         # the reduce kernel alone sums stale partials)
-        units = V5.variant(SPLIT_CLUSTER=1)  # (the split by units: as shipped these split in clusters, one launch)
-        parts = {"v5-main": dataclasses.replace(units, plan=lambda call, k: v5mod.plan(call, k)[:1]),
-                 "v5-reduce": dataclasses.replace(units, plan=lambda call, k: v5mod.plan(call, k)[1:])}
-        measure(*shape, {"cublas": CUBLAS, "v5-units": units, **parts}, {"cublas", "v5-units"})
+        parts = {"v5-main": dataclasses.replace(V5_UNITS, plan=lambda call, k: v5mod.plan(call, k)[:1]),
+                 "v5-reduce": dataclasses.replace(V5_UNITS, plan=lambda call, k: v5mod.plan(call, k)[1:])}
+        measure(*shape, {"cublas": CUBLAS, "v5-units": V5_UNITS, **parts}, {"cublas", "v5-units"})
 
 if "pdl" in only:
     # The split-K reduce kernel launched as a programmatic dependent of the main kernel (PDL=1:
@@ -438,8 +436,7 @@ if "pdl" in only:
     # launch after it (PDL=0), at the shapes the rule splits.
     for shape in [(1, 4096, 4096), (16, 4096, 4096), (1, 8192, 8192), (8, 2048, 8192), (1, 4096, 14336),
                   (33, 3000, 4104), (64, 4096, 4096), (128, 2048, 8192), (1, 1000, 1000)]:
-        units = V5.variant(SPLIT_CLUSTER=1)  # (the reduce kernel: as shipped, M <= 64 splits in clusters)
-        measure(*shape, {"cublas": CUBLAS, "v5-units": units, "v5-nopdl": units.variant(PDL=0)},
+        measure(*shape, {"cublas": CUBLAS, "v5-units": V5_UNITS, "v5-nopdl": V5_UNITS.variant(PDL=0)},
                 {"cublas", "v5-units", "v5-nopdl"})
 
 if "m64" in only:

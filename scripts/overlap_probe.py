@@ -28,7 +28,7 @@ from stages.core.stage import Call
 from stages.tools import bench, records, verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py (this script's folder is on sys.path)
+from side_by_side import AlignedOut, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py (this script's folder is on sys.path)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -76,13 +76,8 @@ def epilogue(label, n, cp):
     return es.kwargs(bias), es.epilogue(bias)
 
 
-class _Out:  # what defines_for reads of `out`: an aligned pointer
-    class data:
-        ptr = 0
-
-
 def defines_of(stage, m, n, k, epi, dev):
-    call = Call(None, None, _Out, m, n, k, stage.defines, dev, epi)
+    call = Call(None, None, AlignedOut, m, n, k, stage.defines, dev, epi)
     return {**stage.defines, **stage.defines_for(call)}
 
 

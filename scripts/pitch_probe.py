@@ -22,7 +22,7 @@ from stages.core.stage import Call
 from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
+from side_by_side import AlignedOut, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
 
 SHAPES = [
     # 128 x 256 tiles (a wave at least two thirds full): pairs before, alone now
@@ -49,10 +49,6 @@ dev = gpu.current()
 flush = L2Flusher(dev.l2_bytes)
 
 
-class _Out:  # what defines_for reads of `out`: an aligned pointer
-    data = type("data", (), {"ptr": 0})
-
-
 def choice(m, n, k, misaligned):
     """(BM, BN, STAGES, splits, CLUSTER_M, CLUSTER_N) of the build a plain call gets (`defines_for`,
     so every branch of the rule counts) with `misaligned` as the rule's test of K's rows. A shape
@@ -62,7 +58,7 @@ def choice(m, n, k, misaligned):
     v5mod._auto.cache_clear()
     v5mod._DECIDED.clear()  # (defines_for's answers are kept per call: decided again under this test)
     try:
-        d = V5.defines_for(Call(None, None, _Out, m, n, k, V5.defines, dev, contract.PLAIN))
+        d = V5.defines_for(Call(None, None, AlignedOut, m, n, k, V5.defines, dev, contract.PLAIN))
         splits = v5mod.shape_config(m, n, k, V5.defines, dev)[3]
     finally:
         v5mod.sector_misaligned = keep

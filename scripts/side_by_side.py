@@ -10,6 +10,11 @@ from stages.tools import records, verify
 from stages.tools.timing import time_gpu
 
 
+class AlignedOut:  # an output as defines_for reads it without one: a 16-byte aligned pointer
+    class data:
+        ptr = 0
+
+
 def prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp):
     """({name: run}, {name: verdict}): every entry prepared (a refusal is the verdict
     "unavailable: ..."), run once, and judged where its name is in `judged`."""
