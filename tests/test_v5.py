@@ -1526,13 +1526,11 @@ def test_split_k_is_bitwise_repeatable(runnable):
     a, b = verify.random_operands(m, n, k, 11, cp)
     ref, mag = verify.reference(a, b, cp, contract.Epilogue(None, 1.0, "gelu"))
     for st in (shipped, by_units):
-        first = cp.full((m, n), np.nan, cp.float16)  # each call into a fresh NaN-poisoned output: a call
-        st.gemm(a, b, out=first, activation="gelu")  # that wrote nothing would leave NaN, not old bits
+        first = _into_poisoned(st, a, b, activation="gelu")
         chk = verify.judge_output(verify.Check(st.name, m, n, k, 11), first, ref, mag, cp)
         assert chk.passed, (st.name, chk.reason)
         for _ in range(20):
-            again = cp.full((m, n), np.nan, cp.float16)
-            st.gemm(a, b, out=again, activation="gelu")
+            again = _into_poisoned(st, a, b, activation="gelu")
             assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), st.name
 
 
@@ -1564,6 +1562,14 @@ class _Ptr:  # an operand or output as defines_for and copies read it: its point
     def __init__(self, ptr: int):
         self.data = type("data", (), {"ptr": ptr})
 
+
+def _into_poisoned(st, a, b, **epilogue):
+    """`st.gemm(a, b, **epilogue)` into a fresh NaN-poisoned (M, N) output, which it returns: an
+    element the call did not write stays NaN, not a value left from an earlier call."""
+    cp = gpu.cupy()
+    out = cp.full((a.shape[0], b.shape[0]), np.nan, cp.float16)
+    st.gemm(a, b, out=out, **epilogue)
+    return out
 
 def _aligned_call(shape, cfg: dict, act: str | None = None) -> Call:
     """A call of this shape on the H200 with 16-byte aligned operands and output, no bias, alpha 1."""
@@ -1621,13 +1627,11 @@ def test_edge_shift_writes_the_same_bits_as_the_tiles_it_moves(runnable):
     for m, n, k in EDGE_SHAPES:
         a, b = verify.random_operands(m, n, k, 7 * m + n + k, cp)
         bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32)
-        want = cp.full((m, n), np.nan, cp.float16)  # fresh NaN-poisoned outputs: a call that wrote
-        unshifted.gemm(a, b, out=want, bias=bias, alpha=0.5, activation="silu")  # nothing leaves NaN
+        want = _into_poisoned(unshifted, a, b, bias=bias, alpha=0.5, activation="silu")
         assert not bool(cp.isnan(want).any()), (m, n, k)
         for _ in range(2):
             for s in (shifted, st):
-                got = cp.full((m, n), np.nan, cp.float16)
-                s.gemm(a, b, out=got, bias=bias, alpha=0.5, activation="silu")
+                got = _into_poisoned(s, a, b, bias=bias, alpha=0.5, activation="silu")
                 assert bool((got.view(cp.uint16) == want.view(cp.uint16)).all()), (s.name, m, n, k)
 
 
@@ -1692,10 +1696,8 @@ def test_the_in_kernel_split_sum_is_the_reduce_kernels_bit_for_bit(runnable):
                 bias = None if bias_dtype is None else \
                     cp.random.default_rng(rep).standard_normal(n, dtype=cp.float32).astype(bias_dtype)
                 epi = contract.Epilogue(bias, alpha, act)
-                x = cp.full((m, n), np.nan, cp.float16)
-                y = cp.full((m, n), np.nan, cp.float16)
-                st.gemm(a, b, out=x, bias=bias, alpha=alpha, activation=act)
-                old.gemm(a, b, out=y, bias=bias, alpha=alpha, activation=act)
+                x = _into_poisoned(st, a, b, bias=bias, alpha=alpha, activation=act)
+                y = _into_poisoned(old, a, b, bias=bias, alpha=alpha, activation=act)
                 assert bool((x.view(cp.uint16) == y.view(cp.uint16)).all()), (m, n, k, act, rep)
                 ref, mag = verify.reference(a, b, cp, epi)
                 chk = verify.judge_output(verify.Check(st.name, m, n, k, rep), x, ref, mag, cp)
@@ -1758,10 +1760,8 @@ def test_split_cluster_is_the_reduce_kernels_sum_bit_for_bit(runnable):
                 a, b = verify.random_operands(m, n, k, 7 * rep + m + bn, cp)
                 bias = None if bias_dtype is None else \
                     cp.random.default_rng(rep).standard_normal(n, dtype=cp.float32).astype(bias_dtype)
-                x = cp.full((m, n), np.nan, cp.float16)
-                y = cp.full((m, n), np.nan, cp.float16)
-                mine.gemm(a, b, out=x, bias=bias, alpha=alpha, activation=act)
-                ref_st.gemm(a, b, out=y, bias=bias, alpha=alpha, activation=act)
+                x = _into_poisoned(mine, a, b, bias=bias, alpha=alpha, activation=act)
+                y = _into_poisoned(ref_st, a, b, bias=bias, alpha=alpha, activation=act)
                 # (the sigmoid forms pair two elements per reciprocal in the main kernel's epilogue,
                 # activate_4, and not in the reduce kernel's: there only the float64 judge applies)
                 if act not in ("gelu_tanh", "silu"):
@@ -1801,13 +1801,11 @@ def test_stream_k_is_right_and_bitwise_repeatable(runnable):
         bias = cp.random.default_rng(n).standard_normal(n, dtype=cp.float32).astype(cp.float16)
         epi = contract.Epilogue(bias, 0.75, "gelu")
         ref, mag = verify.reference(a, b, cp, epi)
-        first = cp.full((m, n), np.nan, cp.float16)  # fresh NaN-poisoned outputs: a call that wrote
-        st.gemm(a, b, out=first, bias=bias, alpha=0.75, activation="gelu")  # nothing leaves NaN, not old bits
+        first = _into_poisoned(st, a, b, bias=bias, alpha=0.75, activation="gelu")
         chk = verify.judge_output(verify.Check(st.name, m, n, k, 0), first, ref, mag, cp)
         assert chk.passed, ((m, n, k), chk.reason)
         for _ in range(5):
-            again = cp.full((m, n), np.nan, cp.float16)
-            st.gemm(a, b, out=again, bias=bias, alpha=0.75, activation="gelu")
+            again = _into_poisoned(st, a, b, bias=bias, alpha=0.75, activation="gelu")
             assert bool((again.view(cp.uint16) == first.view(cp.uint16)).all()), (m, n, k)
 
 
