@@ -71,10 +71,8 @@ for st, case, (m, n, k), es, bias in [parse_case(c) for c in args.cases.split(";
     run = st.prepare(a, b, out, **kw)
     run()
     cp.cuda.get_current_stream().synchronize()
-    ref, mag = bench.fused_reference(a, b, cp, es.epilogue(bias), intermediate_fp16=bench.rounds_before_epilogue(st, es))
-    chk = verify.judge_output(verify.Check(name, m, n, k, 0), out, ref, mag, cp)
+    chk = bench.judge(st, es, m, n, k, a, b, bias, out)
     check = "ok" if chk.passed else "FAIL " + chk.reason
-    del ref, mag
     for _ in range(19):
         run()
     cp.cuda.get_current_stream().synchronize()

@@ -187,15 +187,20 @@ def _time(prepared: list, reps: int, warmup: int, flush) -> list:
     return out
 
 
+def judge(st, spec: EpilogueSpec, m, n, k, a, b, bias, out, buf=None) -> verify.Check:
+    """`st`'s output of `spec` on (a, b, bias), judged against the float64 reference of the same
+    formula (with room for the intermediate fp16 rounding where `st` applies it in a second kernel)."""
+    cp = gpu.cupy()
+    chk = verify.Check(st.name, m, n, k, seed=-1, epilogue=spec.text)
+    ref, mag = fused_reference(a, b, cp, spec.epilogue(bias), intermediate_fp16=rounds_before_epilogue(st, spec))
+    return verify.judge_output(chk, out, ref, mag, cp, buf)
+
+
 def _judged(p: _Prepared, m, n, k, a, b, bias, t: Timing, reps: int) -> dict:
     """A timed call's entry: its output judged against the (fused) float64 reference."""
-    cp = gpu.cupy()
     st, spec = p.st, p.spec
-    chk = verify.Check(st.name, m, n, k, seed=-1, epilogue=spec.text)
+    chk = judge(st, spec, m, n, k, a, b, bias, p.out, p.buf)
     unfused = rounds_before_epilogue(st, spec)
-    ref, mag = fused_reference(a, b, cp, spec.epilogue(bias), intermediate_fp16=unfused)
-    verify.judge_output(chk, p.out, ref, mag, cp, p.buf)
-    del ref, mag
     entry = {**_named(st, m, n, k, spec),
              "ms_median": t.median, "ms_p20": t.p20, "ms_p80": t.p80, "reps": reps,
              "tflops": tflops(m, n, k, t.median), "rel_err": chk.rel_fro,
