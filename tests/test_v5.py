@@ -1571,6 +1571,7 @@ def _into_poisoned(st, a, b, **epilogue):
     st.gemm(a, b, out=out, **epilogue)
     return out
 
+
 def _aligned_call(shape, cfg: dict, act: str | None = None) -> Call:
     """A call of this shape on the H200 with 16-byte aligned operands and output, no bias, alpha 1."""
     return Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1000), *shape, cfg, DEV, contract.Epilogue(None, 1.0, act))
