@@ -16,19 +16,16 @@ time goes to running them.
     python3 scripts/overlap_probe.py --out DIR   ->  DIR/overlap-probe.json
 """
 import argparse
-import concurrent.futures as cf
 import os
 import secrets
 import sys
-import time
 
 import stages
-from stages.core import compiler, gpu
-from stages.core.stage import Call
+from stages.core import gpu
 from stages.tools import bench, records, verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import AlignedOut, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py (this script's folder is on sys.path)
+from side_by_side import compile_all, defines_of, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py (this script's folder is on sys.path)
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -76,18 +73,6 @@ def epilogue(label, n, cp):
     return es.kwargs(bias), es.epilogue(bias)
 
 
-def defines_of(stage, m, n, k, epi, dev):
-    call = Call(None, None, AlignedOut, m, n, k, stage.defines, dev, epi)
-    return {**stage.defines, **stage.defines_for(call)}
-
-
-def _compile(job):
-    source, name, arch, defines = job
-    t0 = time.time()
-    compiler.compile_cubin(source, name, arch, defines)
-    return time.time() - t0
-
-
 cp = gpu.cupy()
 dev = gpu.current()
 arch = gpu.compile_arch(dev, V5.requires)
@@ -110,10 +95,7 @@ for (m, n, k) in shapes + vshapes:
         for st in stages_by_name.values():
             d = defines_of(st, m, n, k, epi, dev)
             jobs[tuple(sorted(d.items()))] = (st.code(), st.base_name, arch, d)
-t0 = time.time()
-with cf.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-    secs = list(pool.map(_compile, jobs.values()))
-print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s ({max(secs):.0f} s the longest)", flush=True)
+compile_all(jobs.values(), args.jobs)
 
 rows, checks = [], []
 flushers = {f: L2Flusher(dev.l2_bytes, clean=(f == "clean")) for f in args.flushes.split(",")}

@@ -24,18 +24,16 @@ cuBLAS on the packed operands (the bench's L2 flush before each launch).
         ->  DIR/row-align-probe.json
 """
 import argparse
-import concurrent.futures as cf
 import os
 import secrets
-import time
 
 import stages
-from stages.core import compiler, contract, gpu
+from stages.core import contract, gpu
 from stages.core.stage import Call
 from stages.tools import verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
+from side_by_side import compile_all, defines_of, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
@@ -84,25 +82,13 @@ def defines(a, b, out):
     return V5.defines_for(call)
 
 
-def _compile(job):
-    compiler.compile_cubin(*job)
-
-
 shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s]
 for m, n, k in shapes:
     if k % 16 != 8:
         raise SystemExit(f"{m}x{n}x{k}: K % 16 must be 8 (packed rows alternate on and off a sector)")
-# the builds first, in parallel processes (NVRTC, the disk cache), as scripts/overlap_probe.py does
 arch = gpu.compile_arch(dev, V5.requires)
-jobs = {}
-for m, n, k in shapes:
-    d = {**V5.defines, **defines(*(cp.empty((x, k), cp.float16) for x in (m, n)), cp.empty((m, n), cp.float16))}
-    jobs[tuple(sorted(d.items()))] = (V5.code(), V5.base_name, arch, d)
-t0 = time.time()
-with cf.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-    list(pool.map(_compile, jobs.values()))
-print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s", flush=True)
-cp.get_default_memory_pool().free_all_blocks()
+builds = (defines_of(V5, m, n, k, contract.PLAIN, dev) for m, n, k in shapes)
+compile_all({tuple(sorted(d.items())): (V5.code(), V5.base_name, arch, d) for d in builds}.values(), args.jobs)
 rows, checks = [], []
 for m, n, k in shapes:
     for rep in range(args.repeat):

@@ -1,11 +1,16 @@
-"""The probe scripts' shared loop (lever_probe.py, overlap_probe.py): stages prepared on the same
-operands, each run once into a NaN-poisoned output and judged against the float64 reference, then
-timed in interleaved rounds so that clock drift between them cancels."""
+"""The probe scripts' shared loop (lever_probe.py, overlap_probe.py, row_align_probe.py): the
+builds compiled first in parallel, stages prepared on the same operands, each run once into a
+NaN-poisoned output and judged against the float64 reference, then timed in interleaved rounds so
+that clock drift between them cancels."""
+import concurrent.futures as cf
 import json
 import os
+import time
 
 import numpy as np
 
+from stages.core import compiler
+from stages.core.stage import Call
 from stages.tools import records, verify
 from stages.tools.timing import time_gpu
 
@@ -13,6 +18,29 @@ from stages.tools.timing import time_gpu
 class AlignedOut:  # an output as defines_for reads it without one: a 16-byte aligned pointer
     class data:
         ptr = 0
+
+
+def defines_of(stage, m, n, k, epi, dev):
+    """The whole build `stage` makes for a call of this shape and epilogue (aligned operands)."""
+    call = Call(None, None, AlignedOut, m, n, k, stage.defines, dev, epi)
+    return {**stage.defines, **stage.defines_for(call)}
+
+
+def _compile(job):
+    source, name, arch, defines = job
+    t0 = time.time()
+    compiler.compile_cubin(source, name, arch, defines)
+    return time.time() - t0
+
+
+def compile_all(jobs, workers):
+    """Compile every (source, name, arch, defines) job in parallel processes (NVRTC, the disk
+    cache), so that the GPU time goes to running the kernels; prints how long it took."""
+    t0 = time.time()
+    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        secs = list(pool.map(_compile, jobs))
+    print(f"compiled {len(secs)} kernels in {time.time() - t0:.0f} s ({max(secs, default=0):.0f} s the longest)",
+          flush=True)
 
 
 def prepare_judged(entries, judged, a, b, out, kw, ref, mag, cp):
