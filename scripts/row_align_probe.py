@@ -10,8 +10,10 @@ tile of odd rows would start its k-blocks at k = -8, for A and B alike (TMA zero
 negative columns; for K % 16 == 8 the odd rows' sectors start at k = 8 (mod 16)). Every box row
 of A would then start on a sector (but in an odd tile's first k-block, whose data starts at k = 0),
 and B's as often as now. "A pitched, B packed" below is that layout's loads on today's kernel;
-"both pitched" is the most any layout of the loads can gain. Nothing is built on this until the
-probe says A's rows are worth it.
+"both pitched" is the most any layout of the loads can gain. That kernel is v5's ROW_PARITY=1 (a
+knob; one 3-D tensor map of A and of C, (K or N, 2, M / 2), not two maps: kernel.cu "ROW_PARITY"),
+timed here as "parity split" on the packed operands where the call allows it (M even, the unit
+rows paired: row_parity in __init__.py), judged as the layouts are.
 
 The pitched views are not C-contiguous, which the contract refuses (tensor maps take any 16-byte
 row pitch, but gemm's callers pass packed rows); this probe lets such a view through for a and b
@@ -77,9 +79,12 @@ def pitched(x, extra):
     return view
 
 
-def defines(a, b, out):
-    call = Call(a, b, out, a.shape[0], b.shape[0], a.shape[1], V5.defines, dev, contract.PLAIN)
-    return V5.defines_for(call)
+PARITY = V5.variant(ROW_PARITY=1)  # (the tiles of even and odd rows, on the packed operands)
+
+
+def defines(a, b, out, st=V5):
+    call = Call(a, b, out, a.shape[0], b.shape[0], a.shape[1], st.defines, dev, contract.PLAIN)
+    return st.defines_for(call)
 
 
 shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s]
@@ -87,7 +92,7 @@ for m, n, k in shapes:
     if k % 16 != 8:
         raise SystemExit(f"{m}x{n}x{k}: K % 16 must be 8 (packed rows alternate on and off a sector)")
 arch = gpu.compile_arch(dev, V5.requires)
-builds = (defines_of(V5, m, n, k, contract.PLAIN, dev) for m, n, k in shapes)
+builds = [defines_of(st, m, n, k, contract.PLAIN, dev) for m, n, k in shapes for st in (V5, PARITY)]
 compile_all({tuple(sorted(d.items())): (V5.code(), V5.base_name, arch, d) for d in builds}.values(), args.jobs)
 rows, checks = [], []
 for m, n, k in shapes:
@@ -104,6 +109,12 @@ for m, n, k in shapes:
             r, v = prepare_judged({name: V5}, {name}, a, b, out, {}, ref, mag, cp)
             runs.update(r)
             verdict.update(v)
+        parity = defines(a0, b0, out, PARITY)
+        if parity["ROW_PARITY"]:  # (the packed build but for ROW_PARITY, and no deferred store pass)
+            assert {**parity, "ROW_PARITY": 0, "EPI_DEFER": built["packed"]["EPI_DEFER"]} == built["packed"], parity
+            r, v = prepare_judged({"parity split": PARITY}, {"parity split"}, a0, b0, out, {}, ref, mag, cp)
+            runs.update(r)
+            verdict.update(v)
         r, v = prepare_judged({"cublas": CUBLAS}, {"cublas"}, a0, b0, out, {}, ref, mag, cp)
         runs.update(r)
         verdict.update(v)
@@ -115,7 +126,7 @@ for m, n, k in shapes:
     for name, ms in med.items():
         ea, eb = LAYOUTS.get(name, (0, 0))
         rows.append({"m": m, "n": n, "k": k, "variant": name, "pitch_a": k + ea, "pitch_b": k + eb,
-                     "config": config if name in LAYOUTS else None, "ms_median": ms,
+                     "config": config if name in LAYOUTS or name == "parity split" else None, "ms_median": ms,
                      "tflops": tflops(m, n, k, ms), "x_cublas": med["cublas"] / ms if "cublas" in med else None,
                      "samples": len(samples[name]), "check": verdict[name]})
     print(f"{m}x{n}x{k} ({config}): " + "  ".join(f"{nm} {ms * 1e3:.2f}us" for nm, ms in med.items())

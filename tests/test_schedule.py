@@ -27,7 +27,12 @@ using std::abs; using std::max; using std::min;
 #define __host__
 #define __device__
 #define __forceinline__ inline
+#ifndef CLUSTER_M
 #define CLUSTER_M 1
+#endif
+#ifndef BM
+#define BM 128
+#endif
 #define GROUP_M 16
 #define STREAMK 1
 #define PARTIAL 0
@@ -164,12 +169,14 @@ int main() {
 """
 
 
-def run_on_host(tmp_path, stage_name: str, order: int, main: str) -> subprocess.CompletedProcess:
-    """Build the stage's schedule section (with ORDER) plus `main` as a host program and run it."""
+def run_on_host(tmp_path, stage_name: str, order: int, main: str, defines: dict | None = None) -> subprocess.CompletedProcess:
+    """Build the stage's schedule section (with ORDER, and `defines` before the prelude's) plus
+    `main` as a host program and run it."""
     src = tmp_path / "schedule.cpp"
     code = schedule_source(stage_name)
     has_div = "#define HAS_DIV_SMALL\n" if "div_small(" in code else ""
-    src.write_text(PRELUDE + f"#define ORDER {order}\n" + has_div + code + main)
+    own = "".join(f"#define {k} {v}\n" for k, v in (defines or {}).items())
+    src.write_text(own + PRELUDE + f"#define ORDER {order}\n" + has_div + code + main)
     exe = tmp_path / "schedule"
     subprocess.run([CXX, "-std=c++17", "-O2", "-o", str(exe), str(src)], check=True, capture_output=True, text=True)
     return subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
@@ -187,6 +194,54 @@ def schedule_source(stage_name: str) -> str:
 @pytest.mark.parametrize("order", [0, 1, 2, 3])
 def test_schedule_on_host(tmp_path, stage, order):
     res = run_on_host(tmp_path, stage, order, CHECKER)
+    assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
+
+
+ROWS_CHECKER = r"""
+static int fails = 0, cases = 0;
+#define CHECK(c, ...) do { if (!(c)) { if (++fails < 20) { std::printf(__VA_ARGS__); std::printf("\n"); } } } while (0)
+
+// Every row of C in exactly one tile (EDGE_SHIFT: at least one; a moved tile recomputes rows of
+// the tile before it), every tile inside its rows' range, and the CTAs of a unit on one parity.
+static void check_rows(int M) {
+  const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
+  if (ROW_PARITY && (M % 2 || units_m % 2)) return;  // (the host's row_parity: no such build)
+  const int extent = ROW_PARITY ? M / 2 : M;
+  std::vector<int> seen(M, 0);
+  for (int um = 0; um < units_m; ++um)
+    for (int rm = 0; rm < CLUSTER_M; ++rm) {
+      const TileRows t = tile_rows(um, rm, M), t0 = tile_rows(um, 0, M);
+      CHECK(t.parity == t0.parity, "M %d: unit %d's CTAs on parities %d and %d", M, um, t0.parity, t.parity);
+      CHECK(t.row >= 0 && (t.parity == 0 || ROW_PARITY), "M %d: unit %d rank %d at row %d parity %d", M, um, rm, t.row, t.parity);
+      for (int r = 0; r < BM; ++r) {
+        const int i = t.row + r;
+        if (i < extent) ++seen[ROW_PARITY ? 2 * i + t.parity : i];
+      }
+    }
+  for (int r = 0; r < M; ++r)
+    CHECK(EDGE_SHIFT ? seen[r] >= 1 : seen[r] == 1, "M %d: row %d in %d tiles", M, r, seen[r]);
+  ++cases;
+}
+
+int main() {
+  for (int M = 1; M <= 1200; ++M) check_rows(M);
+  check_rows(4096); check_rows(8190); check_rows(8192);
+  std::printf("%s %d (%d shapes)\n", fails ? "FAIL" : "ok", fails, cases);
+  return fails != 0 || cases < 100;
+}
+"""
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler on this machine")
+@pytest.mark.parametrize("bm, cm", [(64, 1), (64, 2), (128, 2), (128, 4), (192, 1)])
+@pytest.mark.parametrize("parity", [0, 1])
+@pytest.mark.parametrize("edge_shift", [0, 1])
+def test_every_row_of_c_is_in_a_tile(tmp_path, bm, cm, parity, edge_shift):
+    """v5's tile_rows (kernel.cu, "schedule"), on the host: with and without ROW_PARITY (tiles of
+    C's even rows and of its odd rows) and EDGE_SHIFT, every row of C is in a tile, once where no
+    tile is moved, and the CTAs of a cluster, which share B's k-blocks, share one parity."""
+    res = run_on_host(tmp_path, "v5_fused_epilogue", 1, ROWS_CHECKER,
+                      {"BM": bm, "CLUSTER_M": cm, "ROW_PARITY": parity, "EDGE_SHIFT": edge_shift})
     assert res.returncode == 0 and res.stdout.startswith("ok"), res.stdout
 
 

@@ -1451,6 +1451,126 @@ def test_clusters_are_right_as_a_knob(tile, cm, cn, runnable):
         assert not bad, "\n".join(bad)
 
 
+# ROW_PARITY (a knob, kernel.cu): tiles of C's even rows and tiles of its odd rows, the odd ones
+# running their k-blocks 8 columns early, so that where K % 16 == 8 each tile's rows of A start on
+# a sector. The shapes below all get it from the rule's tiles (the first six the 64 x 128 pairs of
+# 1000^3; then 128 x 128 alone with half a tile of each parity, 128 x 256 in 2 x 2 clusters (A's
+# 3-D box multicast), 64 x 192, 128 x 256 pairs); K = 8 and 64 have one and two k-blocks, the odd
+# tiles' first one mostly zero-filled.
+ROW_PARITY_SHAPES = [(1000, 1000, 1000), (998, 1000, 1000), (1024, 1024, 1000), (1000, 1000, 4104),
+                     (1000, 1000, 64), (1000, 1000, 8)]
+ROW_PARITY_TILES = [(200, 1000, 1000), (130, 1000, 1000), (258, 4096, 4104), (1100, 1000, 1000), (2000, 2000, 1000)]
+
+
+@pytest.mark.parametrize("shape, on", [((1000, 1000, 1000), 1), ((998, 1000, 1000), 1), ((258, 4096, 4104), 1),
+                                       ((200, 1000, 1000), 1), ((4096, 4096, 4104), 1),
+                                       ((999, 1000, 1000), 0),   # odd M
+                                       ((1000, 1001, 1000), 0),  # N % 8 != 0: C stored directly
+                                       ((1000, 1000, 1001), 0),  # K % 8 != 0: the padded copy
+                                       ((128, 4096, 4104), 0),   # one unit row: nothing to pair
+                                       ((4095, 4097, 4104), 0),  # odd M, and stream-K
+                                       ((3000, 3000, 1000), 0),  # stream-K
+                                       ((16, 14336, 4096), 0),   # split in clusters
+                                       ((1, 4096, 4096), 0)])
+def test_row_parity_only_where_its_tiles_pair_up(shape, on):
+    """ROW_PARITY=1 is kept only where every unit is a whole tile that TMA stores and the unit
+    rows pair up (row_parity, defines_for); the deferred store pass is then off (the kernel stores
+    each tile with its own parity). The shipped configuration never builds it, and a misaligned
+    output (C stored directly) turns it off."""
+    d = v5.defines_for(_aligned_call(shape, V5.variant(ROW_PARITY=1).defines))
+    assert d["ROW_PARITY"] == on, d
+    if on:
+        assert d["TMA_STORE"] == 1 and d["EPI_DEFER"] == 0 and not d["STREAMK"] and not d["PARTIAL"]
+        assert d["SPLIT_CLUSTER"] <= 1 and not d["SWAP_AB"] and not d["AFTER_COPY"] and d["A_ROWS"] == d["BM"]
+        assert shape[0] % 2 == 0 and cdiv(shape[0], d["BM"] * d["CLUSTER_M"]) % 2 == 0
+        odd_out = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1008), *shape, V5.variant(ROW_PARITY=1).defines, DEV,
+                       contract.PLAIN)
+        assert v5.defines_for(odd_out)["ROW_PARITY"] == 0
+    assert v5.defines_for(_aligned_call(shape, V5.defines))["ROW_PARITY"] == 0
+
+
+def test_row_parity_builds_load_a_and_store_c_through_3d_maps():
+    """A ROW_PARITY build loads A (alone or multicast) and stores C through 3-D tensor maps, B
+    still 2-D, without local memory; the shipped build has no 3-D copy. And the kernel refuses to
+    build it where a unit is not one whole tile stored by TMA."""
+    st = V5.variant(ROW_PARITY=1)
+    for shape, epi in (((1000, 1000, 1000), contract.PLAIN), ((1000, 1000, 1000), contract.Epilogue(None, 1.0, "gelu")),
+                       ((258, 4096, 4104), contract.PLAIN), ((2000, 2000, 1000), contract.Epilogue(None, 0.5, "silu"))):
+        d, path = _rule_build(*shape, epi, st=st)
+        assert d["ROW_PARITY"] == 1
+        ops = set(re.findall(r"UTMA(?:LDG|STG)\.\w+", inspect.kernel_sass(path, V5.kernel)))
+        assert ops == {"UTMALDG.3D", "UTMALDG.2D", "UTMASTG.3D"}, (shape, ops)
+        assert inspect.resource_usage(path, V5.kernel)["STACK"] == 0
+        assert V5.compile("sm_90a", d).ptx.count(".local") == 0
+        plain, plain_path = _rule_build(*shape, epi)
+        assert plain["ROW_PARITY"] == 0
+        assert not re.search(r"UTMA(?:LDG|STG)\.3D", inspect.kernel_sass(plain_path, V5.kernel))
+    d = v5.defines_for(_aligned_call((1000, 1001, 1000), st.defines))
+    with pytest.raises(Exception, match="ROW_PARITY needs"):
+        V5.compile("sm_90a", {**d, "ROW_PARITY": 1})
+
+
+def test_the_row_parity_map_is_3d_with_one_paritys_rows():
+    """tma.tensor_map(row_parity=True): (cols, 2, rows / 2) with strides (row, 2 rows), so that
+    (x, p, i) is row 2i + p, and a box of box_rows rows of one parity; refused for odd rows. A
+    stand-in driver records the encoding (no GPU needed)."""
+    import ctypes
+    import importlib
+    import types
+
+    buf = ctypes.create_string_buffer(128)
+    seen = []
+    enum = types.SimpleNamespace
+    fake = types.SimpleNamespace(
+        CUtensorMapSwizzle=enum(CU_TENSOR_MAP_SWIZZLE_NONE=0, CU_TENSOR_MAP_SWIZZLE_32B=1,
+                                CU_TENSOR_MAP_SWIZZLE_64B=2, CU_TENSOR_MAP_SWIZZLE_128B=3),
+        CUtensorMapDataType=enum(CU_TENSOR_MAP_DATA_TYPE_FLOAT16=6),
+        CUtensorMapInterleave=enum(CU_TENSOR_MAP_INTERLEAVE_NONE=0),
+        CUtensorMapL2promotion=enum(CU_TENSOR_MAP_L2_PROMOTION_L2_128B=2, CU_TENSOR_MAP_L2_PROMOTION_L2_256B=3),
+        CUtensorMapFloatOOBfill=enum(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE=0),
+        CUresult=enum(CUDA_SUCCESS=0), cuuint64_t=int, cuuint32_t=int,
+        cuTensorMapEncodeTiled=lambda *a: (seen.append(a), (0, types.SimpleNamespace(getPtr=lambda: ctypes.addressof(buf))))[1])
+
+    def arr(rows, cols):
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x10000, device_id=0), shape=(rows, cols),
+                                     strides=(2 * cols, 2))
+
+    saved = dict(tma._cache)
+    tma._driver.cache_clear()
+    try:
+        tma._driver = lambda: fake  # noqa: E731  (restored below)
+        tma.tensor_map(arr(1000, 1000), 64, 64, l2_promotion=128, row_parity=True)
+        _, rank, ptr, sizes, strides, box, steps = seen[-1][:7]
+        assert (rank, ptr, sizes, strides, box, steps) == (3, 0x10000, [1000, 2, 500], [2000, 4000], [64, 1, 64], [1, 1, 1])
+        tma.tensor_map(arr(1000, 1000), 64, 64, l2_promotion=128)
+        _, rank, _, sizes, strides, box = seen[-1][:6]
+        assert (rank, sizes, strides, box) == (2, [1000, 1000], [2000], [64, 64])
+        with pytest.raises(ValueError, match="even number of rows"):
+            tma.tensor_map(arr(999, 1000), 64, 64, row_parity=True)
+    finally:
+        importlib.reload(tma)  # the real, lru-cached _driver back, and the module's own cache
+        tma._cache.update(saved)
+
+
+@pytest.mark.hopper
+def test_row_parity_is_right_as_a_knob(runnable):
+    """ROW_PARITY=1 against float64: the 64 x 128 pairs of 1000^3 with every epilogue case (K from
+    8 to 4104: the odd tiles' zero-filled columns before k = 0), the rule's other tiles that take
+    it, no EDGE_SHIFT, and 2 x 2 clusters (A's 3-D box multicast along the tile row)."""
+    st = runnable("v5_fused_epilogue").variant(ROW_PARITY=1)
+    edge0 = st.variant(EDGE_SHIFT=0)
+    quad = st.variant(AUTO=0, BM=64, BN=128, STAGES=v5.TILES[(64, 128)], CLUSTER_M=2, CLUSTER_N=2, STREAMK=0)
+    runs = [(st, ROW_PARITY_SHAPES + ROW_PARITY_TILES), (edge0, [(1000, 1000, 1000), (998, 1000, 1000)]),
+            (quad, [(1000, 1000, 1000), (512, 1000, 1000)])]
+    for s, shapes in runs:
+        assert all(v5.defines_for(_aligned_call(sh, s.defines))["ROW_PARITY"] == 1 for sh in shapes)
+    _right_with_every_epilogue(st, ROW_PARITY_SHAPES)
+    for case in ("plain", "alpha+bias32+gelu_tanh"):
+        for s, shapes in runs:
+            bad = verify.failures(verify.sweep(s, shapes, **verify.EPILOGUE_CASES[case]))
+            assert not bad, "\n".join(bad)
+
+
 @pytest.mark.hopper
 @pytest.mark.parametrize("overlap", [1, 2, 3])
 def test_the_overlapped_epilogue_is_right_as_a_knob(overlap, runnable):

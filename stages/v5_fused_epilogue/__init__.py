@@ -22,7 +22,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
           "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 3,
-          "MID_SWAP": 1, "A_ROWS_128": 1}
+          "MID_SWAP": 1, "A_ROWS_128": 1, "ROW_PARITY": 0}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -827,6 +827,7 @@ def check_config(c: dict) -> None:
         (c["PREFILL_SWAP"] in (0, 1, 2, 3), "PREFILL_SWAP 0, 1, 2 or 3 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192, 3 also of 256)"),
         (c["A_ROWS_128"] in (0, 1), "A_ROWS_128 0 or 1 (1: a 128-row tile at M 65-127 holds only the A rows that exist, rounded up to 8, shipped; 0: all 128)"),
         (c["MID_SWAP"] in (0, 1), "MID_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 129-192 where they fit one wave, AUTO=1)"),
+        (c["ROW_PARITY"] in (0, 1), "ROW_PARITY 0 or 1 (1: tiles of C's even rows and of its odd rows, odd ones 8 columns early, where the call allows: row_parity)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -891,17 +892,39 @@ def _defines_for(call: Call) -> dict:
     tma_c = int(splits == 1 and bn % 64 == 0 and not swap and c_path(m, n, call.out.data.ptr) != "direct")
     overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
     cm, cn = cluster_for(m, n, k, c, dev)
+    a_rows = bm if swap or cn > 1 else a_rows_for(m, bm, c)
+    parity = row_parity(m, n, k, c, dev) if tma_c and not overlap and a_rows == bm and not copies(call) else 0
     return {"BM": bm, "BN": bn, "STAGES": stages,
-            "A_ROWS": bm if swap or cn > 1 else a_rows_for(m, bm, c), "B_ROWS": b_rows_for(m, bn, swap, cm),
+            "A_ROWS": a_rows, "B_ROWS": b_rows_for(m, bn, swap, cm),
             "ACT": ACT_CODE[epi.activation],
             "BIAS": BIAS_CODE[epi.bias.dtype if epi.bias is not None else None],
             "PARTIAL": int(splits > 1), "TMA_STORE": tma_c,
-            "EPI_DEFER": epi_defer(m, n, k, c, dev) if tma_c and not overlap else 0,
+            "EPI_DEFER": epi_defer(m, n, k, c, dev) if tma_c and not overlap and not parity else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
             "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
             "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev, bool(streamk)),
-            "CLUSTER_M": cm, "CLUSTER_N": cn}
+            "CLUSTER_M": cm, "CLUSTER_N": cn, "ROW_PARITY": parity}
+
+
+# ROW_PARITY (kernel.cu; a knob, 0 ships): tiles of C's even rows and tiles of its odd rows, the
+# odd ones running their k-blocks 8 columns early, so that where K % 16 == 8 every row of A a tile
+# loads starts on a 32-byte sector (OPEN_QUESTIONS.md "Small square problems"). Its units are the
+# same as without it, taken apart by parity; so they must pair up, and each must be a whole tile
+# that TMA stores (defines_for adds: the TMA store, no overlapped store pass, whole A tiles, no
+# padded copy, and then no deferred store pass). Right whatever K and wherever A's base lies
+# (sectors decide only its speed): what the ordinary tiles compute, in other tiles.
+def row_parity(m: int, n: int, k: int, c: dict, dev) -> int:
+    """kernel.cu's ROW_PARITY for a call: as configured where M is even, the unit rows (CLUSTER_M
+    tile rows each) are even in number, K is not split (nor in clusters), no stream-K splits a
+    unit and the kernel is not swapped; else 0."""
+    if not c["ROW_PARITY"] or m % 2 or swapped(m, n, k, c, dev) or split_cluster(m, n, k, c, dev) > 1:
+        return 0
+    bm, _, _, splits = shape_config(m, n, k, c, dev)
+    cm = cluster_for(m, n, k, c, dev)[0]
+    if splits > 1 or cdiv(m, bm * cm) % 2 or streamk_pays(m, n, k, c, dev):
+        return 0
+    return 1
 
 
 # EPI_DEFER (kernel.cu): the last store pass of a tile waits in registers for the next tile's
@@ -1109,9 +1132,11 @@ def plan(call: Call, kernels) -> list:
         flags = gpu.stream_scratch(4 * cdiv(m, bm) * cdiv(n, bn), "v5_fused_epilogue.split").view(np.uint32)
     # (with a cluster each CTA loads BN / CLUSTER_M rows of B and A_ROWS / CLUSTER_N rows of A and
     # multicasts them to the CTAs on its tile column and row)
-    args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo),
+    # (ROW_PARITY: A's and C's maps take the even and odd rows apart, tma.tensor_map's row_parity)
+    parity = bool(call.cfg["ROW_PARITY"])
+    args = (tma.tensor_map(a, call.cfg["A_ROWS"] // call.cfg["CLUSTER_N"], 64, l2_promotion=promo, row_parity=parity),
             tma.tensor_map(b, call.cfg["B_ROWS"] // call.cfg["CLUSTER_M"], 64, l2_promotion=promo),
-            tma.tensor_map(call.out, 64, 64) if tma_c else _NO_MAP, call.out,
+            tma.tensor_map(call.out, 64, 64, row_parity=parity) if tma_c else _NO_MAP, call.out,
             np.int32(m), np.int32(n), np.int32(k_run), bias, np.float32(epi.alpha),
             ws, np.int32(splits), np.int32(ldw), sk_part, flags)
     steps.append(kernels.launcher(args, dependent=bool(call.cfg["AFTER_COPY"])))

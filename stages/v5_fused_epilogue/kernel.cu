@@ -39,6 +39,9 @@
 //             M <= 32): the weight as A, x as B, C^T's tiles stored transposed. On the host
 //             only: A's and B's tensor maps ask the L2 for 128-byte blocks, not 256, where K's
 //             rows start mid-sector, M > 128 and the operands are L2-sized (L2_PROMO, per call).
+//             Tiles of C's even rows and of its odd rows through 3-D maps of A and C, the odd
+//             ones 8 columns early, so that every row of A a tile loads starts on a sector where
+//             K % 16 == 8 (ROW_PARITY, a knob, not yet run on a GPU).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; otherwise
@@ -297,6 +300,25 @@
 #error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
 #endif
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
+// ROW_PARITY=1 (a knob, 0 ships; the host's row_parity keeps it only where the build can take
+// it): tiles of C's even rows and tiles of its odd rows. Where K % 16 == 8, a packed row of A
+// starts 16 bytes into a 32-byte sector every other row (row r at byte 2Kr), and a TMA box row
+// that starts mid-sector costs about 2.2 L2 requests against 1.0 (OPEN_QUESTIONS.md "Small
+// square problems"). Here A's and C's tensor maps are 3-D, (K or N, 2, M / 2): (x, p, i) is row
+// 2i + p (tma.tensor_map's row_parity). Unit rows alternate parities (tile_rows below), and an
+// odd-row tile runs its k-blocks K_SHIFT columns early (k = 64 kt - 8) for A and B alike: its
+// rows of A then start on a sector too (A's base 32-byte aligned), and TMA zero-fills the 8
+// columns before k = 0 of both operands, which add nothing. The k-blocks cover K + K_SHIFT
+// columns: for K % 16 == 8 no more k-blocks than K's. Every unit is whole and stored by TMA:
+// M even, an even number of unit rows (the host's units; kernel traps otherwise), the TMA store,
+// no split of K, no stream-K, no swap, no deferred or overlapped store pass, whole A tiles.
+#ifndef ROW_PARITY
+#define ROW_PARITY 0
+#endif
+#if ROW_PARITY && (!TMA_STORE || PARTIAL || STREAMK || SWAP_AB || SPLIT_CLUSTER > 1 || OVERLAP || DEFER || A_ROWS != BM)
+#error "ROW_PARITY needs TMA_STORE=1, no split of K, STREAMK=0, SWAP_AB=0, no SPLIT_CLUSTER, EPI_OVERLAP or EPI_DEFER, and A_ROWS == BM"
+#endif
+#define K_SHIFT (ROW_PARITY ? 8 : 0)  // the columns an odd-row tile's k-blocks start before k = 0
 // The fused epilogue of a TMA-store tile applies alpha and the bias to the whole tile first (its
 // shared-memory loads of the bias together, ahead of the first store pass), then the activation
 // per store pass (AFFINE_FIRST); and the bias is staged under the unit's second k-block, not
@@ -423,6 +445,54 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TmaDes
       ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
 #endif
 }
+// The same two for a box of a 3-D tensor, (x, y, z): A's rows with ROW_PARITY (x = k, y = the
+// parity, z = the row of that parity's rows; below).
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDesc* map, int x, int y, int z, unsigned bar,
+                                            [[maybe_unused]] unsigned long long policy) {
+#if L2_HINT > 0
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "l"(policy) : "memory");
+#else
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+#endif
+}
+__device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TmaDesc* map, int x, int y, int z,
+                                                      unsigned bar, unsigned short mask,
+                                                      [[maybe_unused]] unsigned long long policy) {
+#if L2_HINT > 0
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6, %7;\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "h"(mask), "l"(policy) : "memory");
+#else
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
+      ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "h"(mask) : "memory");
+#endif
+}
+// A's box of rows y .. of C's rows at column x: the 2-D map's (x, y), or with ROW_PARITY rows
+// y .. of parity p's (the 3-D map's (x, p, y)). C's store box likewise.
+__device__ __forceinline__ void tma_load_a(unsigned dst, const TmaDesc* map, int x, int y, [[maybe_unused]] int p,
+                                           unsigned bar, unsigned long long policy) {
+#if ROW_PARITY
+  tma_load_3d(dst, map, x, p, y, bar, policy);
+#else
+  tma_load_2d(dst, map, x, y, bar, policy);
+#endif
+}
+__device__ __forceinline__ void tma_load_a_multicast(unsigned dst, const TmaDesc* map, int x, int y,
+                                                     [[maybe_unused]] int p, unsigned bar, unsigned short mask,
+                                                     unsigned long long policy) {
+#if ROW_PARITY
+  tma_load_3d_multicast(dst, map, x, p, y, bar, mask, policy);
+#else
+  tma_load_2d_multicast(dst, map, x, y, bar, mask, policy);
+#endif
+}
 // An L2 eviction policy for every access it is given to: evict_first (first = true) or evict_last.
 __device__ __forceinline__ unsigned long long l2_policy(bool first) {
   unsigned long long p;
@@ -436,6 +506,17 @@ __device__ __forceinline__ unsigned long long l2_policy(bool first) {
 __device__ __forceinline__ void tma_store_2d(const TmaDesc* map, unsigned src, int x, int y) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
                ::"l"(map), "r"(x), "r"(y), "r"(src) : "memory");
+}
+__device__ __forceinline__ void tma_store_3d(const TmaDesc* map, unsigned src, int x, int y, int z) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+               ::"l"(map), "r"(x), "r"(y), "r"(z), "r"(src) : "memory");
+}
+__device__ __forceinline__ void tma_store_c(const TmaDesc* map, unsigned src, int x, int y, [[maybe_unused]] int p) {
+#if ROW_PARITY
+  tma_store_3d(map, src, x, p, y);
+#else
+  tma_store_2d(map, src, x, y);
+#endif
 }
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Wait until the committed stores have finished READING shared memory (their global writes may
@@ -519,6 +600,21 @@ __device__ __forceinline__ int tile_origin(int block, int extent, int tile) {
   return extent >= tile ? min(block, (extent - tile + 7) / 8 * 8) : block;
 #else
   return block;
+#endif
+}
+
+// A unit's rows: tile row um * CLUSTER_M + rm of C (its first row, parity 0), or with ROW_PARITY
+// unit row um = 2q + p takes tile row q * CLUSTER_M + rm of parity p's M / 2 rows (rows 2i + p),
+// so that the CTAs of a cluster, which share B's loads, share the parity and the k-blocks.
+struct TileRows {
+  int row;     // the tile's first row: of C, or with ROW_PARITY of its parity's rows
+  int parity;  // 0, or with ROW_PARITY the rows' parity (odd: k-blocks K_SHIFT columns early)
+};
+__device__ __forceinline__ TileRows tile_rows(int um, int rm, int M) {
+#if ROW_PARITY
+  return TileRows{tile_origin(((um >> 1) * CLUSTER_M + rm) * BM, M / 2, BM), um & 1};
+#else
+  return TileRows{tile_origin((um * CLUSTER_M + rm) * BM, M, BM), 0};
 #endif
 }
 
@@ -1222,7 +1318,7 @@ struct Geometry {
 __device__ __forceinline__ Geometry geometry(int M, int N, int K, int splits) {
   const int units_m = (M + BM * CLUSTER_M - 1) / (BM * CLUSTER_M);
   const int units_n = (N + BN * CLUSTER_N - 1) / (BN * CLUSTER_N);
-  const int num_k_tiles = (K + BK - 1) / BK;
+  const int num_k_tiles = (K + K_SHIFT + BK - 1) / BK;  // (ROW_PARITY: odd-row tiles start K_SHIFT early)
   const int ksplits = SPLIT_CLUSTER > 1 ? SPLIT_CLUSTER : splits;
   return Geometry{units_m, units_n, units_m * units_n * splits, num_k_tiles, (num_k_tiles + ksplits - 1) / ksplits};
 }
@@ -1272,6 +1368,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
   const int warpgroup = threadIdx.x / 128, lane = threadIdx.x % 32;
 #if SPLIT_CLUSTER > 1
   if (geo.k_tiles_per_split * (SPLIT_CLUSTER - 1) >= geo.num_k_tiles) __trap();  // an empty range (the host avoids it)
+#endif
+#if ROW_PARITY
+  if (M % 2 || geo.units_m % 2) __trap();  // each parity's tile rows must pair up (the host's row_parity)
 #endif
 #if OVERLAP
   if (geo.num_k_tiles < 2 * OVERLAP) __trap();  // the host builds EPI_OVERLAP only where K is long enough
@@ -1324,8 +1423,9 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       for (int unit, kb, ke; sch.next(unit, kb, ke);) {
         int um, un;
         unit_coords(unit / splits, units_m, units_n, um, un);
-        const int block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM),
-                  block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
+        const TileRows place = tile_rows(um, rm, M);
+        const int block_m = place.row, block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
+        const int k0 = -K_SHIFT * place.parity;  // the column of k-block 0 (ROW_PARITY's odd rows: -8)
         const int split_kt = (SPLIT_CLUSTER > 1 ? split_rank : unit % splits) * k_tiles_per_split;
         const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
@@ -1336,17 +1436,17 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
           mbar_expect_tx(full_bar + 8 * s, LOAD_BYTES);  // all of A and B (every slice, with a cluster)
 #if CLUSTER_N > 1
           // slice rn of A's rows, to every CTA on this tile row (ranks rm, rm + CLUSTER_M, ...)
-          tma_load_2d_multicast(a_dst + rn * A_SLICE_BYTES, &tmap_a, kt * BK, block_m + rn * A_SLICE_ROWS,
-                                full_bar + 8 * s, A_ROW_MASK << rm, pol_a);
+          tma_load_a_multicast(a_dst + rn * A_SLICE_BYTES, &tmap_a, k0 + kt * BK, block_m + rn * A_SLICE_ROWS,
+                               place.parity, full_bar + 8 * s, A_ROW_MASK << rm, pol_a);
 #else
-          tma_load_2d(a_dst, &tmap_a, kt * BK, block_m, full_bar + 8 * s, pol_a);
+          tma_load_a(a_dst, &tmap_a, k0 + kt * BK, block_m, place.parity, full_bar + 8 * s, pol_a);
 #endif
 #if CLUSTER_M > 1
           // slice rm of B's rows, to every CTA on this tile column (ranks rn * CLUSTER_M ...)
-          tma_load_2d_multicast(a_dst + A_BYTES + rm * B_SLICE_BYTES, &tmap_b, kt * BK,
+          tma_load_2d_multicast(a_dst + A_BYTES + rm * B_SLICE_BYTES, &tmap_b, k0 + kt * BK,
                                 block_n + rm * B_SLICE_ROWS, full_bar + 8 * s, ((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M), pol_b);
 #else
-          tma_load_2d(a_dst + A_BYTES, &tmap_b, kt * BK, block_n, full_bar + 8 * s, pol_b);
+          tma_load_2d(a_dst + A_BYTES, &tmap_b, k0 + kt * BK, block_n, full_bar + 8 * s, pol_b);
 #endif
         }
       }
@@ -1384,6 +1484,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
     // boxes are stored to columns x, x + 64, ... of rows y .. y + 63 of C, clipped at C's edge.
     const bool leader = (threadIdx.x % 128) == 0;
     const unsigned epi = epi_base + wg * EPI_WG_BYTES;
+    [[maybe_unused]] int tile_parity = 0;  // ROW_PARITY: the parity of the unit's rows (y counts that parity's rows)
     auto store_pass = [&](const unsigned (&h)[EPI_COLS / 4], int x, int y) {
       const int warp_in_group = (threadIdx.x % 128) / 32;
       if (leader) tma_store_wait_read();  // the previous pass's (or tile's) store has read the tile
@@ -1413,7 +1514,7 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       named_bar_sync(1 + wg, 128);
       if (leader) {
 #pragma unroll
-        for (int b = 0; b < EPI_COLS / 64; ++b) tma_store_2d(&tmap_c, epi + b * EPI_BOX_BYTES, x + b * 64, y);
+        for (int b = 0; b < EPI_COLS / 64; ++b) tma_store_c(&tmap_c, epi + b * EPI_BOX_BYTES, x + b * 64, y, tile_parity);
         tma_store_commit();  // the box is clipped at C's edge: rows >= M, columns >= N are not written
       }
     };
@@ -1470,8 +1571,11 @@ gemm_v5_fused_epilogue(const __grid_constant__ TmaDesc tmap_a, const __grid_cons
       const int tile = splits > 1 ? unit / splits : unit;  // (no division where K is not split)
       int um, un;
       unit_coords(tile, units_m, units_n, um, un);
-      const int block_m = tile_origin((um * CLUSTER_M + rm) * BM, M, BM),
-                block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
+      const TileRows place = tile_rows(um, rm, M);
+      const int block_m = place.row, block_n = tile_origin((un * CLUSTER_N + rn) * BN, N, BN);
+#if ROW_PARITY
+      tile_parity = place.parity;
+#endif
       const int split = SPLIT_CLUSTER > 1 ? split_rank : unit - tile * splits, split_kt = split * k_tiles_per_split;
       const int kt0 = split_kt + kb, kt1 = min(split_kt + ke, num_k_tiles);
 #if BIAS_BYTES
