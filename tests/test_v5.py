@@ -1489,6 +1489,22 @@ def test_row_parity_only_where_its_tiles_pair_up(shape, on):
     assert v5.defines_for(_aligned_call(shape, V5.defines))["ROW_PARITY"] == 0
 
 
+@pytest.mark.parametrize("shape, a_ptr, on", [((1000, 1000, 1000), 0x1000, 1), ((1000, 1000, 4104), 0x1000, 1),
+                                              ((1000, 1000, 1000), 0x1010, 0),  # A's even rows mid-sector
+                                              ((1000, 1000, 1008), 0x1000, 0),  # every row on a sector
+                                              ((1024, 1024, 1024), 0x1000, 0),
+                                              ((999, 1000, 1000), 0x1000, 0)])
+def test_row_parity_by_shape_only_where_rows_of_a_start_mid_sector(shape, a_ptr, on):
+    """ROW_PARITY=2 (by shape): as 1 where K % 16 == 8 and A's base starts a 32-byte sector (its
+    odd rows then start 16 bytes into one); never elsewhere. The defines are decided once per
+    alignment of A (a second call at the other alignment gets its own answer)."""
+    cfg = V5.variant(ROW_PARITY=2).defines
+    call = Call(_Ptr(a_ptr), _Ptr(0x1000), _Ptr(0x1000), *shape, cfg, DEV, contract.PLAIN)
+    assert v5.defines_for(call)["ROW_PARITY"] == on
+    other = Call(_Ptr(a_ptr ^ 0x10), _Ptr(0x1000), _Ptr(0x1000), *shape, cfg, DEV, contract.PLAIN)
+    assert v5.defines_for(other)["ROW_PARITY"] == v5.row_parity(*shape, cfg, DEV, (a_ptr ^ 0x10) % 32 == 0)
+
+
 def test_row_parity_builds_load_a_and_store_c_through_3d_maps():
     """A ROW_PARITY build loads A (alone or multicast) and stores C through 3-D tensor maps, B
     still 2-D, without local memory; the shipped build has no 3-D copy. And the kernel refuses to

@@ -827,7 +827,7 @@ def check_config(c: dict) -> None:
         (c["PREFILL_SWAP"] in (0, 1, 2, 3), "PREFILL_SWAP 0, 1, 2 or 3 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192, 3 also of 256)"),
         (c["A_ROWS_128"] in (0, 1), "A_ROWS_128 0 or 1 (1: a 128-row tile at M 65-127 holds only the A rows that exist, rounded up to 8, shipped; 0: all 128)"),
         (c["MID_SWAP"] in (0, 1), "MID_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 129-192 where they fit one wave, AUTO=1)"),
-        (c["ROW_PARITY"] in (0, 1), "ROW_PARITY 0 or 1 (1: tiles of C's even rows and of its odd rows, odd ones 8 columns early, where the call allows: row_parity)"),
+        (c["ROW_PARITY"] in (0, 1, 2), "ROW_PARITY 0, 1 or 2 (tiles of C's even rows and of its odd rows, odd ones 8 columns early, where the call allows: row_parity; 1 there always, 2 where K % 16 == 8 and A's base starts a sector)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]
     broken = [rule for ok, rule in rules if not ok]
@@ -868,12 +868,18 @@ def _aligned16(*arrays) -> bool:
     return all(x is None or x.data.ptr % 16 == 0 for x in arrays)
 
 
+def _on_sector(arr) -> bool:
+    """Whether an array's base starts a 32-byte sector (None, a Call without operands: it does)."""
+    return arr is None or arr.data.ptr % 32 == 0
+
+
 def defines_for(call: Call) -> dict:
     """The per-call defines (`_defines_for`), decided once per shape, configuration, epilogue and
     alignment of the pointers (`_decided`)."""
     epi = call.epilogue
     key = ("defines", call.m, call.n, call.k, call.dev, tuple(call.cfg.items()), epi.activation,
-           None if epi.bias is None else epi.bias.dtype.str, _aligned16(call.out), _aligned16(call.a, call.b))
+           None if epi.bias is None else epi.bias.dtype.str, _aligned16(call.out), _aligned16(call.a, call.b),
+           _on_sector(call.a))
     return dict(_decided(key, lambda: _defines_for(call)))
 
 
@@ -893,7 +899,8 @@ def _defines_for(call: Call) -> dict:
     overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
     cm, cn = cluster_for(m, n, k, c, dev)
     a_rows = bm if swap or cn > 1 else a_rows_for(m, bm, c)
-    parity = row_parity(m, n, k, c, dev) if tma_c and not overlap and a_rows == bm and not copies(call) else 0
+    parity = row_parity(m, n, k, c, dev, _on_sector(call.a)) if tma_c and not overlap and a_rows == bm \
+        and not copies(call) else 0
     return {"BM": bm, "BN": bn, "STAGES": stages,
             "A_ROWS": a_rows, "B_ROWS": b_rows_for(m, bn, swap, cm),
             "ACT": ACT_CODE[epi.activation],
@@ -914,11 +921,14 @@ def _defines_for(call: Call) -> dict:
 # that TMA stores (defines_for adds: the TMA store, no overlapped store pass, whole A tiles, no
 # padded copy, and then no deferred store pass). Right whatever K and wherever A's base lies
 # (sectors decide only its speed): what the ordinary tiles compute, in other tiles.
-def row_parity(m: int, n: int, k: int, c: dict, dev) -> int:
-    """kernel.cu's ROW_PARITY for a call: as configured where M is even, the unit rows (CLUSTER_M
-    tile rows each) are even in number, K is not split (nor in clusters), no stream-K splits a
-    unit and the kernel is not swapped; else 0."""
+def row_parity(m: int, n: int, k: int, c: dict, dev, a_on_sector: bool = True) -> int:
+    """kernel.cu's ROW_PARITY for a call (1 or 0): where M is even, the unit rows (CLUSTER_M tile
+    rows each) are even in number, K is not split (nor in clusters), no stream-K splits a unit and
+    the kernel is not swapped; with ROW_PARITY=1 then always, with 2 (by shape) only where K % 16
+    == 8 and A's base starts a sector (`a_on_sector`: then its odd rows are the ones mid-sector)."""
     if not c["ROW_PARITY"] or m % 2 or swapped(m, n, k, c, dev) or split_cluster(m, n, k, c, dev) > 1:
+        return 0
+    if c["ROW_PARITY"] == 2 and (k % 16 != 8 or not a_on_sector):
         return 0
     bm, _, _, splits = shape_config(m, n, k, c, dev)
     cm = cluster_for(m, n, k, c, dev)[0]
