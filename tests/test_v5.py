@@ -1453,13 +1453,13 @@ def test_clusters_are_right_as_a_knob(tile, cm, cn, runnable):
 
 # ROW_PARITY (a knob, kernel.cu): tiles of C's even rows and tiles of its odd rows, the odd ones
 # running their k-blocks 8 columns early, so that where K % 16 == 8 each tile's rows of A start on
-# a sector. The shapes below all get it from the rule's tiles (the first six the 64 x 128 pairs of
+# a sector. The shapes below all get it from the rule's tiles (the first four the 64 x 128 pairs of
 # 1000^3; then 128 x 128 alone with half a tile of each parity, 128 x 256 in 2 x 2 clusters (A's
-# 3-D box multicast), 64 x 192, 128 x 256 pairs); K = 8 and 64 have one and two k-blocks, the odd
-# tiles' first one mostly zero-filled.
-ROW_PARITY_SHAPES = [(1000, 1000, 1000), (998, 1000, 1000), (1024, 1024, 1000), (1000, 1000, 4104),
-                     (1000, 1000, 64), (1000, 1000, 8)]
-ROW_PARITY_TILES = [(200, 1000, 1000), (130, 1000, 1000), (258, 4096, 4104), (1100, 1000, 1000), (2000, 2000, 1000)]
+# 3-D box multicast), 64 x 192, 128 x 256 pairs, 64 x 128 alone and 128 x 128 alone: K = 64 and 8
+# have two k-blocks and one, the odd tiles' first one partly zero-filled).
+ROW_PARITY_SHAPES = [(1000, 1000, 1000), (998, 1000, 1000), (1024, 1024, 1000), (1000, 1000, 4104)]
+ROW_PARITY_TILES = [(200, 1000, 1000), (130, 1000, 1000), (258, 4096, 4104), (1100, 1000, 1000), (2000, 2000, 1000),
+                    (1000, 1000, 64), (1000, 1000, 8)]
 
 
 @pytest.mark.parametrize("shape, on", [((1000, 1000, 1000), 1), ((998, 1000, 1000), 1), ((258, 4096, 4104), 1),
@@ -1570,9 +1570,9 @@ def test_the_row_parity_map_is_3d_with_one_paritys_rows():
 
 @pytest.mark.hopper
 def test_row_parity_is_right_as_a_knob(runnable):
-    """ROW_PARITY=1 against float64: the 64 x 128 pairs of 1000^3 with every epilogue case (K from
-    8 to 4104: the odd tiles' zero-filled columns before k = 0), the rule's other tiles that take
-    it, no EDGE_SHIFT, and 2 x 2 clusters (A's 3-D box multicast along the tile row)."""
+    """ROW_PARITY=1 against float64: the 64 x 128 pairs of 1000^3 with every epilogue case, the
+    rule's other tiles that take it (K from 8 to 4104: the odd tiles' zero-filled columns before
+    k = 0), no EDGE_SHIFT, and 2 x 2 clusters (A's 3-D box multicast along the tile row)."""
     st = runnable("v5_fused_epilogue").variant(ROW_PARITY=1)
     edge0 = st.variant(EDGE_SHIFT=0)
     quad = st.variant(AUTO=0, BM=64, BN=128, STAGES=v5.TILES[(64, 128)], CLUSTER_M=2, CLUSTER_N=2, STREAMK=0)
