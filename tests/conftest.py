@@ -170,3 +170,35 @@ def runnable():
         return st
 
     return get
+
+
+@pytest.fixture
+def fake_tma_driver():
+    """install(encode) -> a stand-in cuda driver for stages.core.tma whose cuTensorMapEncodeTiled
+    is `encode(*args)` (it returns (0, an object with getPtr) as the driver does): tensor maps
+    encoded on a host without a GPU. The real driver, and tma's own cache, come back afterwards."""
+    import importlib
+    import types
+
+    from stages.core import tma
+
+    enum = types.SimpleNamespace
+    saved_cache = tma._cache
+    tma._driver.cache_clear()
+
+    def install(encode):
+        fake = types.SimpleNamespace(
+            CUtensorMapSwizzle=enum(CU_TENSOR_MAP_SWIZZLE_NONE=0, CU_TENSOR_MAP_SWIZZLE_32B=1,
+                                    CU_TENSOR_MAP_SWIZZLE_64B=2, CU_TENSOR_MAP_SWIZZLE_128B=3),
+            CUtensorMapDataType=enum(CU_TENSOR_MAP_DATA_TYPE_FLOAT16=6),
+            CUtensorMapInterleave=enum(CU_TENSOR_MAP_INTERLEAVE_NONE=0),
+            CUtensorMapL2promotion=enum(CU_TENSOR_MAP_L2_PROMOTION_NONE=0, CU_TENSOR_MAP_L2_PROMOTION_L2_64B=1,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B=2, CU_TENSOR_MAP_L2_PROMOTION_L2_256B=3),
+            CUtensorMapFloatOOBfill=enum(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE=0),
+            CUresult=enum(CUDA_SUCCESS=0), cuuint64_t=int, cuuint32_t=int, cuTensorMapEncodeTiled=encode)
+        tma._driver = lambda: fake  # noqa: E731  (restored below)
+        return tma
+
+    yield install
+    importlib.reload(tma)  # the real, lru-cached _driver back, and the module's own cache
+    tma._cache.update(saved_cache)

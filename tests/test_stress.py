@@ -501,7 +501,7 @@ def test_a_quick_stress_of_one_stage(runnable, tmp_path):
 
 
 # ---- regressions of faults the H200 stress run (and reading it) found ----------------------------
-def test_tensor_map_cache_survives_two_threads_evicting():
+def test_tensor_map_cache_survives_two_threads_evicting(fake_tma_driver):
     """tma.tensor_map from two host threads with the cache full: a lookup's move_to_end must not
     race the other thread's eviction (KeyError before the cache had a lock). The race is made to
     happen: the cache's `get`, on a hit, starts a second thread that fills the cache past its size
@@ -512,19 +512,8 @@ def test_tensor_map_cache_survives_two_threads_evicting():
     import threading
     import types
 
-    from stages.core import tma
-
     buf = ctypes.create_string_buffer(128)
-    enum = types.SimpleNamespace
-    fake = types.SimpleNamespace(
-        CUtensorMapSwizzle=enum(CU_TENSOR_MAP_SWIZZLE_NONE=0, CU_TENSOR_MAP_SWIZZLE_32B=1,
-                                CU_TENSOR_MAP_SWIZZLE_64B=2, CU_TENSOR_MAP_SWIZZLE_128B=3),
-        CUtensorMapDataType=enum(CU_TENSOR_MAP_DATA_TYPE_FLOAT16=6),
-        CUtensorMapInterleave=enum(CU_TENSOR_MAP_INTERLEAVE_NONE=0),
-        CUtensorMapL2promotion=enum(CU_TENSOR_MAP_L2_PROMOTION_L2_256B=3),
-        CUtensorMapFloatOOBfill=enum(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE=0),
-        CUresult=enum(CUDA_SUCCESS=0), cuuint64_t=int, cuuint32_t=int,
-        cuTensorMapEncodeTiled=lambda *a: (0, types.SimpleNamespace(getPtr=lambda: ctypes.addressof(buf))))
+    tma = fake_tma_driver(lambda *a: (0, types.SimpleNamespace(getPtr=lambda: ctypes.addressof(buf))))
 
     def arr(ptr):
         return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr, device_id=0), shape=(64, 64),
@@ -551,22 +540,14 @@ def test_tensor_map_cache_survives_two_threads_evicting():
                 fillers[-1].join(timeout=0.5)  # the lookup's thread lets the other run first
             return hit
 
-    saved_cache = tma._cache
-    tma._driver.cache_clear()
-    try:
-        tma._driver = lambda: fake  # noqa: E731  (restored below)
-        tma._cache = Racing()
-        tma.tensor_map(arr(0x10000), 64, 64)  # a miss: encoded and kept
-        tma._cache.armed = True
-        tma.tensor_map(arr(0x10000), 64, 64)  # a hit, and the other thread evicting meanwhile
-        for t in fillers:
-            t.join()
-        assert fillers and not errors, errors[:3]
-        assert len(tma._cache) <= tma._MAX_ENTRIES
-    finally:
-        import importlib
-        importlib.reload(tma)  # the real, lru-cached _driver back, and the module's own cache
-        tma._cache.update(saved_cache)
+    tma._cache = Racing()  # (the fixture puts tma's own cache back)
+    tma.tensor_map(arr(0x10000), 64, 64)  # a miss: encoded and kept
+    tma._cache.armed = True
+    tma.tensor_map(arr(0x10000), 64, 64)  # a hit, and the other thread evicting meanwhile
+    for t in fillers:
+        t.join()
+    assert fillers and not errors, errors[:3]
+    assert len(tma._cache) <= tma._MAX_ENTRIES
 
 
 def test_the_leak_check_accepts_memory_that_drops_and_refuses_growth():

@@ -1526,46 +1526,29 @@ def test_row_parity_builds_load_a_and_store_c_through_3d_maps():
         V5.compile("sm_90a", {**d, "ROW_PARITY": 1})
 
 
-def test_the_row_parity_map_is_3d_with_one_paritys_rows():
+def test_the_row_parity_map_is_3d_with_one_paritys_rows(fake_tma_driver):
     """tma.tensor_map(row_parity=True): (cols, 2, rows / 2) with strides (row, 2 rows), so that
     (x, p, i) is row 2i + p, and a box of box_rows rows of one parity; refused for odd rows. A
     stand-in driver records the encoding (no GPU needed)."""
     import ctypes
-    import importlib
     import types
 
     buf = ctypes.create_string_buffer(128)
     seen = []
-    enum = types.SimpleNamespace
-    fake = types.SimpleNamespace(
-        CUtensorMapSwizzle=enum(CU_TENSOR_MAP_SWIZZLE_NONE=0, CU_TENSOR_MAP_SWIZZLE_32B=1,
-                                CU_TENSOR_MAP_SWIZZLE_64B=2, CU_TENSOR_MAP_SWIZZLE_128B=3),
-        CUtensorMapDataType=enum(CU_TENSOR_MAP_DATA_TYPE_FLOAT16=6),
-        CUtensorMapInterleave=enum(CU_TENSOR_MAP_INTERLEAVE_NONE=0),
-        CUtensorMapL2promotion=enum(CU_TENSOR_MAP_L2_PROMOTION_L2_128B=2, CU_TENSOR_MAP_L2_PROMOTION_L2_256B=3),
-        CUtensorMapFloatOOBfill=enum(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE=0),
-        CUresult=enum(CUDA_SUCCESS=0), cuuint64_t=int, cuuint32_t=int,
-        cuTensorMapEncodeTiled=lambda *a: (seen.append(a), (0, types.SimpleNamespace(getPtr=lambda: ctypes.addressof(buf))))[1])
+    fake_tma_driver(lambda *a: (seen.append(a), (0, types.SimpleNamespace(getPtr=lambda: ctypes.addressof(buf))))[1])
 
     def arr(rows, cols):
         return types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x10000, device_id=0), shape=(rows, cols),
                                      strides=(2 * cols, 2))
 
-    saved = dict(tma._cache)
-    tma._driver.cache_clear()
-    try:
-        tma._driver = lambda: fake  # noqa: E731  (restored below)
-        tma.tensor_map(arr(1000, 1000), 64, 64, l2_promotion=128, row_parity=True)
-        _, rank, ptr, sizes, strides, box, steps = seen[-1][:7]
-        assert (rank, ptr, sizes, strides, box, steps) == (3, 0x10000, [1000, 2, 500], [2000, 4000], [64, 1, 64], [1, 1, 1])
-        tma.tensor_map(arr(1000, 1000), 64, 64, l2_promotion=128)
-        _, rank, _, sizes, strides, box = seen[-1][:6]
-        assert (rank, sizes, strides, box) == (2, [1000, 1000], [2000], [64, 64])
-        with pytest.raises(ValueError, match="even number of rows"):
-            tma.tensor_map(arr(999, 1000), 64, 64, row_parity=True)
-    finally:
-        importlib.reload(tma)  # the real, lru-cached _driver back, and the module's own cache
-        tma._cache.update(saved)
+    tma.tensor_map(arr(1000, 1000), 64, 64, l2_promotion=128, row_parity=True)
+    _, rank, ptr, sizes, strides, box, steps = seen[-1][:7]
+    assert (rank, ptr, sizes, strides, box, steps) == (3, 0x10000, [1000, 2, 500], [2000, 4000], [64, 1, 64], [1, 1, 1])
+    tma.tensor_map(arr(1000, 1000), 64, 64, l2_promotion=128)
+    _, rank, _, sizes, strides, box = seen[-1][:6]
+    assert (rank, sizes, strides, box) == (2, [1000, 1000], [2000], [64, 64])
+    with pytest.raises(ValueError, match="even number of rows"):
+        tma.tensor_map(arr(999, 1000), 64, 64, row_parity=True)
 
 
 @pytest.mark.hopper
