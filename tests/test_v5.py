@@ -1493,10 +1493,12 @@ def test_row_parity_only_where_its_tiles_pair_up(shape, on):
                                               ((1000, 1000, 1000), 0x1010, 0),  # A's even rows mid-sector
                                               ((1000, 1000, 1008), 0x1000, 0),  # every row on a sector
                                               ((1024, 1024, 1024), 0x1000, 0),
-                                              ((999, 1000, 1000), 0x1000, 0)])
+                                              ((999, 1000, 1000), 0x1000, 0),
+                                              ((4096, 4096, 4104), 0x1000, 0)])  # (the store pass deferred)
 def test_row_parity_by_shape_only_where_rows_of_a_start_mid_sector(shape, a_ptr, on):
     """ROW_PARITY=2 (by shape): as 1 where K % 16 == 8 and A's base starts a 32-byte sector (its
-    odd rows then start 16 bytes into one); never elsewhere. The defines are decided once per
+    odd rows then start 16 bytes into one), but not where it would displace the deferred store
+    pass (128 x 256 tiles, more than one unit per block: 4096 x 4096 x 4104); never elsewhere. The defines are decided once per
     alignment of A (a second call at the other alignment gets its own answer)."""
     cfg = V5.variant(ROW_PARITY=2).defines
     call = Call(_Ptr(a_ptr), _Ptr(0x1000), _Ptr(0x1000), *shape, cfg, DEV, contract.PLAIN)

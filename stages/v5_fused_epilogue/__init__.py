@@ -925,11 +925,12 @@ def row_parity(m: int, n: int, k: int, c: dict, dev, a_on_sector: bool = True) -
     """kernel.cu's ROW_PARITY for a call (1 or 0): where M is even, the unit rows (CLUSTER_M tile
     rows each) are even in number, K is not split (nor in clusters), no stream-K splits a unit and
     the kernel is not swapped; with ROW_PARITY=1 then always, with 2 (by shape) only where K % 16
-    == 8 and A's base starts a sector (`a_on_sector`: then its odd rows are the ones mid-sector)."""
+    == 8, A's base starts a sector (`a_on_sector`: then its odd rows are the ones mid-sector) and
+    no store pass would be deferred (epi_defer)."""
     if not c["ROW_PARITY"] or m % 2 or swapped(m, n, k, c, dev) or split_cluster(m, n, k, c, dev) > 1:
         return 0
-    if c["ROW_PARITY"] == 2 and (k % 16 != 8 or not a_on_sector):
-        return 0
+    if c["ROW_PARITY"] == 2 and (k % 16 != 8 or not a_on_sector or epi_defer(m, n, k, c, dev)):
+        return 0  # (2: nor where it would displace the deferred store pass, which gains at 128 x 256)
     bm, _, _, splits = shape_config(m, n, k, c, dev)
     cm = cluster_for(m, n, k, c, dev)[0]
     if splits > 1 or cdiv(m, bm * cm) % 2 or streamk_pays(m, n, k, c, dev):
