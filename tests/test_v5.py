@@ -1553,6 +1553,27 @@ def test_the_row_parity_map_is_3d_with_one_paritys_rows(fake_tma_driver):
         tma.tensor_map(arr(999, 1000), 64, 64, row_parity=True)
 
 
+def test_the_tma_parity_probe_builds_and_reads_its_tiles_back():
+    """probes/tma_parity.py (what ROW_PARITY relies on from TMA, run on the GPU): its kernels
+    compile to the copies it means to test (NVRTC, no GPU), its un-swizzle inverts its swizzle, and
+    its expected box zero-fills outside the tensor."""
+    import importlib.util  # noqa: PLC0415
+
+    path = V5.folder.parent.parent / "probes" / "tma_parity.py"
+    spec = importlib.util.spec_from_file_location("tma_parity_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    compiled = compiler.compile_cubin(probe.SRC, "tma_parity", "sm_90a", {})
+    ops = set(re.findall(r"UTMA(?:LDG|STG)\.\w+", inspect.sass(str(compiled.cubin_path))))
+    assert ops == {"UTMALDG.2D", "UTMALDG.3D", "UTMASTG.3D"}, ops
+    tile = np.arange(64 * 64, dtype=np.float16).reshape(64, 64)
+    assert (probe.unswizzle(probe.swizzle(tile)) == tile).all() and not (probe.swizzle(tile) == tile).all()
+    a = np.arange(1, 1 + 10 * 100, dtype=np.float16).reshape(10, 100)
+    box, outside = probe.expected_box(a, [1, None] + [3] * 62, -8)
+    assert outside == 64 + 8 * 63 and (box[0, :8] == 0).all() and (box[0, 8:] == a[1, :56]).all()
+    assert (box[1] == 0).all() and (box[2, 8:] == a[3, :56]).all()
+
+
 @pytest.mark.hopper
 def test_row_parity_is_right_as_a_knob(runnable):
     """ROW_PARITY=1 against float64: the 64 x 128 pairs of 1000^3 with every epilogue case, the
