@@ -5,13 +5,13 @@ OPEN_QUESTIONS.md: at 1000^3 v5 takes 1.4 us more than at K = 1008, where cuBLAS
 128-byte box row costs ~2.2 L2 requests at K = 1000 against 1.0 at K = 1008.
 
 Why per operand: a kernel could keep one operand's rows on sectors by itself. Its tiles would take
-C's even rows and odd rows apart (two tensor maps of A with a pitch of 2K, one per parity), and a
+C's even rows and odd rows apart (A's rows at a pitch of 2K, one half per parity), and a
 tile of odd rows would start its k-blocks at k = -8, for A and B alike (TMA zero-fills the
 negative columns; for K % 16 == 8 the odd rows' sectors start at k = 8 (mod 16)). Every box row
 of A would then start on a sector (but in an odd tile's first k-block, whose data starts at k = 0),
 and B's as often as now. "A pitched, B packed" below is that layout's loads on today's kernel;
 "both pitched" is the most any layout of the loads can gain. That kernel is v5's ROW_PARITY=1 (a
-knob; one 3-D tensor map of A and of C, (K or N, 2, M / 2), not two maps: kernel.cu "ROW_PARITY"),
+knob; one 3-D tensor map of A and of C, (K or N, 2, M / 2): kernel.cu "ROW_PARITY"),
 timed here as "parity split" on the packed operands where the call allows it (M even, the unit
 rows paired: row_parity in __init__.py), judged as the layouts are.
 

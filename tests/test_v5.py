@@ -458,15 +458,20 @@ def test_the_lean_activations_match_float64(act):
     assert inf[0] == np.inf and inf[1] > 0 and abs(inf[2]) < 1e-9 and inf[3] > 0, inf
 
 
+def _probe(name: str):
+    """probes/<name>.py loaded as a module (its kernel source and host-side helpers; nothing runs)."""
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location(f"{name}_probe", V5.folder.parent.parent / "probes" / f"{name}.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    return probe
+
+
 def test_the_epilogue_math_probe_builds_from_kernel_cu():
     """probes/epilogue_math.py times kernel.cu's own "epilogue math" section: it must still cut
     that section out and compile it, for every activation and both ACT_MATH forms (NVRTC, no GPU)."""
-    import importlib.util  # noqa: PLC0415
-
-    path = V5.folder.parent.parent / "probes" / "epilogue_math.py"
-    spec = importlib.util.spec_from_file_location("epilogue_math_probe", path)
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = _probe("epilogue_math")
     source = probe.probe_source()
     assert "activate_4" in source and "epilogue_math(" in source
     for form in (0, 1):
@@ -1498,8 +1503,9 @@ def test_row_parity_only_where_its_tiles_pair_up(shape, on):
 def test_row_parity_by_shape_only_where_rows_of_a_start_mid_sector(shape, a_ptr, on):
     """ROW_PARITY=2 (by shape): as 1 where K % 16 == 8 and A's base starts a 32-byte sector (its
     odd rows then start 16 bytes into one), but not where it would displace the deferred store
-    pass (128 x 256 tiles, more than one unit per block: 4096 x 4096 x 4104); never elsewhere. The defines are decided once per
-    alignment of A (a second call at the other alignment gets its own answer)."""
+    pass (128 x 256 tiles, more than one unit per block: 4096 x 4096 x 4104); never elsewhere.
+    The defines are decided once per alignment of A (a second call at the other alignment gets
+    its own answer)."""
     cfg = V5.variant(ROW_PARITY=2).defines
     call = Call(_Ptr(a_ptr), _Ptr(0x1000), _Ptr(0x1000), *shape, cfg, DEV, contract.PLAIN)
     assert v5.defines_for(call)["ROW_PARITY"] == on
@@ -1557,12 +1563,7 @@ def test_the_tma_parity_probe_builds_and_reads_its_tiles_back():
     """probes/tma_parity.py (what ROW_PARITY relies on from TMA, run on the GPU): its kernels
     compile to the copies it means to test (NVRTC, no GPU), its un-swizzle inverts its swizzle, and
     its expected box zero-fills outside the tensor."""
-    import importlib.util  # noqa: PLC0415
-
-    path = V5.folder.parent.parent / "probes" / "tma_parity.py"
-    spec = importlib.util.spec_from_file_location("tma_parity_probe", path)
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = _probe("tma_parity")
     compiled = compiler.compile_cubin(probe.SRC, "tma_parity", "sm_90a", {})
     ops = set(re.findall(r"UTMA(?:LDG|STG)\.\w+", inspect.sass(str(compiled.cubin_path))))
     assert ops == {"UTMALDG.2D", "UTMALDG.3D", "UTMASTG.3D"}, ops

@@ -899,8 +899,9 @@ def _defines_for(call: Call) -> dict:
     overlap = epi_overlap(m, n, k, c, dev) if tma_c else 0
     cm, cn = cluster_for(m, n, k, c, dev)
     a_rows = bm if swap or cn > 1 else a_rows_for(m, bm, c)
+    copy = copies(call)
     parity = row_parity(m, n, k, c, dev, _on_sector(call.a)) if tma_c and not overlap and a_rows == bm \
-        and not copies(call) else 0
+        and not copy else 0
     return {"BM": bm, "BN": bn, "STAGES": stages,
             "A_ROWS": a_rows, "B_ROWS": b_rows_for(m, bn, swap, cm),
             "ACT": ACT_CODE[epi.activation],
@@ -909,7 +910,7 @@ def _defines_for(call: Call) -> dict:
             "EPI_DEFER": epi_defer(m, n, k, c, dev) if tma_c and not overlap and not parity else 0,
             "EPI_OVERLAP": overlap, "STREAMK": streamk,
             "SPLIT_CLUSTER": split_cluster(m, n, k, c, dev),
-            "AFTER_COPY": int(copies(call) and bool(c["PDL"])), "SWAP_AB": int(swap),
+            "AFTER_COPY": int(copy and bool(c["PDL"])), "SWAP_AB": int(swap),
             "L2_HINT": l2_hint(m, n, k, c, dev), "EDGE_SHIFT": edge_shift(m, n, k, c, dev, bool(streamk)),
             "CLUSTER_M": cm, "CLUSTER_N": cn, "ROW_PARITY": parity}
 
