@@ -1480,8 +1480,8 @@ ROW_PARITY_TILES = [(200, 1000, 1000), (130, 1000, 1000), (258, 4096, 4104), (11
 def test_row_parity_only_where_its_tiles_pair_up(shape, on):
     """ROW_PARITY=1 is kept only where every unit is a whole tile that TMA stores and the unit
     rows pair up (row_parity, defines_for); the deferred store pass is then off (the kernel stores
-    each tile with its own parity). The shipped configuration never builds it, and a misaligned
-    output (C stored directly) turns it off."""
+    each tile with its own parity). ROW_PARITY=0 never builds it (whatever ships), and a
+    misaligned output (C stored directly) turns it off."""
     d = v5.defines_for(_aligned_call(shape, V5.variant(ROW_PARITY=1).defines))
     assert d["ROW_PARITY"] == on, d
     if on:
@@ -1491,7 +1491,7 @@ def test_row_parity_only_where_its_tiles_pair_up(shape, on):
         odd_out = Call(_Ptr(0x1000), _Ptr(0x1000), _Ptr(0x1008), *shape, V5.variant(ROW_PARITY=1).defines, DEV,
                        contract.PLAIN)
         assert v5.defines_for(odd_out)["ROW_PARITY"] == 0
-    assert v5.defines_for(_aligned_call(shape, V5.defines))["ROW_PARITY"] == 0
+    assert v5.defines_for(_aligned_call(shape, V5.variant(ROW_PARITY=0).defines))["ROW_PARITY"] == 0
 
 
 @pytest.mark.parametrize("shape, a_ptr, on", [((1000, 1000, 1000), 0x1000, 1), ((1000, 1000, 4104), 0x1000, 1),
@@ -1515,8 +1515,10 @@ def test_row_parity_by_shape_only_where_rows_of_a_start_mid_sector(shape, a_ptr,
 
 def test_row_parity_builds_load_a_and_store_c_through_3d_maps():
     """A ROW_PARITY build loads A (alone or multicast) and stores C through 3-D tensor maps, B
-    still 2-D, without local memory; the shipped build has no 3-D copy. And the kernel refuses to
-    build it where a unit is not one whole tile stored by TMA."""
+    still 2-D, without local memory; the build of ROW_PARITY=0 has no 3-D copy, and neither has
+    ROW_PARITY=2 built alone (the host's "by shape" value: as `inspect` and the registry build the
+    configuration, before a call decides it; as SWAP_AB=2). And the kernel refuses to build it
+    where a unit is not one whole tile stored by TMA."""
     st = V5.variant(ROW_PARITY=1)
     for shape, epi in (((1000, 1000, 1000), contract.PLAIN), ((1000, 1000, 1000), contract.Epilogue(None, 1.0, "gelu")),
                        ((258, 4096, 4104), contract.PLAIN), ((2000, 2000, 1000), contract.Epilogue(None, 0.5, "silu"))):
@@ -1526,9 +1528,12 @@ def test_row_parity_builds_load_a_and_store_c_through_3d_maps():
         assert ops == {"UTMALDG.3D", "UTMALDG.2D", "UTMASTG.3D"}, (shape, ops)
         assert inspect.resource_usage(path, V5.kernel)["STACK"] == 0
         assert V5.compile("sm_90a", d).ptx.count(".local") == 0
-        plain, plain_path = _rule_build(*shape, epi)
+        plain, plain_path = _rule_build(*shape, epi, st=V5.variant(ROW_PARITY=0))
         assert plain["ROW_PARITY"] == 0
         assert not re.search(r"UTMA(?:LDG|STG)\.3D", inspect.kernel_sass(plain_path, V5.kernel))
+    alone = V5.variant(ROW_PARITY=2)
+    assert not re.search(r"UTMA(?:LDG|STG)\.3D", inspect.kernel_sass(str(alone.compile("sm_90a", alone.defines).cubin_path),
+                                                                     V5.kernel))
     d = v5.defines_for(_aligned_call((1000, 1001, 1000), st.defines))
     with pytest.raises(Exception, match="ROW_PARITY needs"):
         V5.compile("sm_90a", {**d, "ROW_PARITY": 1})

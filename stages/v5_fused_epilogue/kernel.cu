@@ -301,7 +301,7 @@
 #endif
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
 // ROW_PARITY=1 (a knob, 0 ships; the host's row_parity keeps it only where the build can take
-// it): tiles of C's even rows and tiles of its odd rows. Where K % 16 == 8, a packed row of A
+// it, and turns 2, "by shape", into 1 or 0 per call): tiles of C's even rows and of its odd rows. Where K % 16 == 8, a packed row of A
 // starts 16 bytes into a 32-byte sector every other row (row r at byte 2Kr), and a TMA box row
 // that starts mid-sector costs about 2.2 L2 requests against 1.0 (OPEN_QUESTIONS.md "Small
 // square problems"). Here A's and C's tensor maps are 3-D, (K or N, 2, M / 2): (x, p, i) is row
@@ -313,6 +313,10 @@
 // M even, an even number of unit rows (the host's units; kernel traps otherwise), the TMA store,
 // no split of K, no stream-K, no swap, no deferred or overlapped store pass, whole A tiles.
 #ifndef ROW_PARITY
+#define ROW_PARITY 0
+#endif
+#if ROW_PARITY != 1  // (2, the host's "by shape": built alone, every tile of C's rows in order)
+#undef ROW_PARITY
 #define ROW_PARITY 0
 #endif
 #if ROW_PARITY && (!TMA_STORE || PARTIAL || STREAMK || SWAP_AB || SPLIT_CLUSTER > 1 || OVERLAP || DEFER || A_ROWS != BM)
