@@ -18,11 +18,10 @@ import secrets
 import stages
 import stages.v5_fused_epilogue as v5mod
 from stages.core import contract, gpu
-from stages.core.stage import Call
-from stages.tools import verify
+from stages.tools import inspect, verify
 from stages.tools.timing import L2Flusher, tflops
 
-from side_by_side import AlignedOut, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
+from side_by_side import interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py
 
 SHAPES = [
     # 128 x 256 tiles (a wave at least two thirds full): pairs before, alone now
@@ -58,7 +57,7 @@ def choice(m, n, k, misaligned):
     v5mod._auto.cache_clear()
     v5mod._DECIDED.clear()  # (defines_for's answers are kept per call: decided again under this test)
     try:
-        d = V5.defines_for(Call(None, None, AlignedOut, m, n, k, V5.defines, dev, contract.PLAIN))
+        d = inspect.call_defines(V5, m, n, k, contract.PLAIN, dev)
         splits = v5mod.shape_config(m, n, k, V5.defines, dev)[3]
     finally:
         v5mod.sector_misaligned = keep

@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import stages  # noqa: E402
 import stages.v5_fused_epilogue as v5  # noqa: E402
-from stages.core import compiler, contract, gpu  # noqa: E402
-from stages.core.stage import Call  # noqa: E402
+from stages.core import compiler, contract  # noqa: E402
 from stages.tools import inspect  # noqa: E402
 
 V5 = stages.get("v5_fused_epilogue")
@@ -51,8 +50,6 @@ ROWS = [
 ]
 
 
-class _Ptr:  # an operand or output as defines_for reads it: a 16-byte aligned pointer
-    data = type("data", (), {"ptr": 0})
 
 
 def epilogue(text: str) -> contract.Epilogue:
@@ -77,7 +74,7 @@ def frame(defines: dict) -> tuple[int, tuple[int, int] | None]:
 
 def build_row(shape, epi_text):
     m, n, k = shape
-    d = v5.defines_for(Call(_Ptr, _Ptr, _Ptr, m, n, k, V5.defines, gpu.REFERENCE_DEVICE, epilogue(epi_text)))
+    d = inspect.call_defines(V5, m, n, k, epilogue(epi_text))
     compiled = V5.compile("sm_90a", {**d, **OVERRIDES})
     usage = inspect.resource_usage(str(compiled.cubin_path), V5.kernel)
     text = inspect.kernel_sass(str(compiled.cubin_path), V5.kernel)
@@ -145,8 +142,7 @@ def shipped() -> str:
         for n in SHIPPED_N:
             for k in SHIPPED_K:
                 for text in SHIPPED_EPILOGUES:
-                    d = v5.defines_for(Call(_Ptr, _Ptr, _Ptr, m, n, k, V5.defines, gpu.REFERENCE_DEVICE,
-                                            epilogue(text)))
+                    d = inspect.call_defines(V5, m, n, k, epilogue(text))
                     seen.setdefault(tuple(sorted(d.items())), (m, n, k, text))
     keys = list(seen)
     with ThreadPoolExecutor(max_workers=2) as pool:

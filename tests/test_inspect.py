@@ -68,3 +68,44 @@ def test_inspect_cli_json(capsys):
     assert cli.main(["inspect", "v0_naive", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data[0]["stage"] == "v0_naive" and data[0]["opcodes"]["FFMA"] > 0
+
+
+def test_inspect_of_a_call_is_the_build_that_call_runs(capsys):
+    """`inspect --shape --epilogue` compiles what defines_for picks for that call (on the reference
+    H200, aligned operands), names it, and sizes its shared memory for that build and shape; the
+    configuration's own build is another kernel. `--set` reaches the call's decision: a per-call
+    knob is built as the call would take it."""
+    import numpy as np
+
+    from stages.core import contract
+    from stages.tools import inspect
+
+    v5 = stages.get("v5_fused_epilogue")
+    assert cli.main(["inspect", "v5_fused_epilogue", "--shape", "1000x1000x1000", "--epilogue", "gelu", "--json"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    picked = inspect.call_defines(v5, 1000, 1000, 1000, contract.Epilogue(None, 1.0, "gelu"))
+    assert rep["call"] == "1000x1000x1000 gelu" and rep["call_defines"] == picked
+    assert (picked["BM"], picked["BN"], picked["ACT"], picked["BIAS"]) == (64, 128, 2, 0)
+    assert rep["dynamic_smem"] == v5.launch_for(1000, 1000, 1000, extra=picked).shared_mem != v5.launch_for(
+        1000, 1000, 1000).shared_mem
+    assert cli.main(["inspect", "v5_fused_epilogue", "--shape", "1000x1000x1000", "--set", "ROW_PARITY=1", "--json"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["stage"] == "v5_fused_epilogue[ROW_PARITY=1]" and rep["call_defines"]["ROW_PARITY"] == 1
+    assert rep["call"] == "1000x1000x1000 plain" and not rep["failures"]
+    # the bias is bench's (float16); a stage with one build for every shape picks nothing per call
+    assert inspect.call_defines(v5, 64, 64, 64, contract.Epilogue(np.zeros(1, np.float16), 0.5, "silu"))["BIAS"] == 1
+    assert cli.main(["inspect", "v0_naive", "--shape", "1000x1000x1000"]) == 0
+    assert "per call the stage picks nothing (one build for every shape)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_inspect_refuses_a_call_the_stage_does_not_take(capsys):
+    """A shape outside a stage's constraints or an epilogue it does not fuse is said, per stage, on
+    stderr (exit 2 when nothing is left to inspect); a per-call knob built without a shape says
+    how to inspect it."""
+    assert cli.main(["inspect", "v3_wgmma_tma", "--shape", "1000x1000x1000"]) == 2
+    assert "does not take 1000x1000x1000 (M % 128 == 0" in capsys.readouterr().err
+    assert cli.main(["inspect", "v0_naive", "v3_wgmma_tma", "--epilogue", "bias"]) == 2
+    err = capsys.readouterr().err
+    assert "v0_naive: does not fuse bias" in err and "v3_wgmma_tma: does not fuse bias" in err
+    assert cli.main(["inspect", "v5_fused_epilogue", "--set", "ROW_PARITY=1"]) == 2
+    assert "add --shape MxNxK" in capsys.readouterr().err

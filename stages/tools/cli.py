@@ -24,6 +24,8 @@ import sys
 import textwrap
 import time
 
+import numpy as np
+
 import stages
 from stages.core import contract, gpu
 from stages.core.errors import CompileError, UnsupportedDevice
@@ -336,7 +338,11 @@ def cmd_ceilings(args) -> int:
 def cmd_inspect(args) -> int:
     names = _select(args.stages, stages.names())
     overrides = _overrides(args.set)
-    status, reports = 0, []
+    status, reports, call_kw, skipped = 0, [], {}, False
+    if args.shape or args.epilogue:  # the build a call of this shape and epilogue runs
+        spec = bench.parse_epilogue(args.epilogue or bench.PLAIN_WORD)
+        call_kw = {"problem": args.shape or (4096, 4096, 4096),
+                   "epilogue": spec.epilogue(np.zeros(1, np.float16))}  # (bench's float16 bias)
     for name in names:
         st = stages.get(name)
         if st.kind != "gpu":
@@ -344,14 +350,29 @@ def cmd_inspect(args) -> int:
             continue
         if overrides:
             st = st.variant(**overrides)
-        rep = inspect_stage(st, arch=args.arch)
+        if call_kw:
+            m, n, k = call_kw["problem"]
+            why = bench.fusion_gap(st, spec) or ("" if st.constraints.supports(m, n, k) else
+                                                 f"does not take {m}x{n}x{k} ({st.constraints.describe()})")
+            if why:
+                print(f"{name}: {why}; no call of {m}x{n}x{k} {spec.spelled} to inspect", file=sys.stderr)
+                skipped = True
+                continue
+        try:
+            rep = inspect_stage(st, arch=args.arch, **call_kw)
+        except CompileError as exc:
+            if call_kw or not st.defines_for:
+                raise
+            raise CompileError(f"{exc}\n{name} decides part of its build per call, and a knob that is per call "
+                               "may build only with the rest of a call's defines: add --shape MxNxK (and "
+                               "--epilogue SPEC) to inspect the build a call of that shape runs") from None
         reports.append(rep.as_dict())
         if not args.json:
             print(rep.render(), end="\n\n")
         status |= bool(rep.failures)
     if args.json:
         print(json.dumps(reports, indent=1))
-    return 1 if status else 0
+    return 2 if skipped and not reports else 1 if status else 0  # (2: nothing asked for could be built)
 
 
 # ---- profile ---------------------------------------------------------------------------------
@@ -481,6 +502,10 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("stages", nargs="*", help="stages to compile and read (default: every GPU stage)")
     i.add_argument("--set", action="append", help="NAME=VALUE: inspect a variant (repeatable), e.g. --set BN=128")
     i.add_argument("--arch", default="sm_90a", help="NVRTC target")
+    i.add_argument("--shape", type=_shape, help="MxNxK: the build a call of this shape runs (a stage that picks "
+                   "its tile, epilogue and paths per call, v5, picks them as on an H200), not the configuration's own")
+    i.add_argument("--epilogue", type=_epilogue_arg, help="with or without --shape (default 4096x4096x4096): the "
+                   "build of a call with this fused epilogue, bench's spelling (bias, bias+gelu, ...; a float16 bias)")
     i.add_argument("--json", action="store_true", help="machine-readable output")
     pr = sub.add_parser("profile", help="Nsight Compute on one launch of each stage: bytes, conflicts, pipes, stalls",
                         formatter_class=fmt)

@@ -6,9 +6,11 @@ import collections
 import os
 import re
 import subprocess
+import textwrap
 from dataclasses import dataclass, field
 
-from stages.core import compiler, gpu
+from stages.core import compiler, contract, gpu
+from stages.core.stage import Call
 
 # Instruction families worth naming in a GEMM, in the order a reader meets them.
 FAMILIES = {
@@ -54,6 +56,8 @@ class Report:
     sass_available: bool = True
     sass_error: str = ""
     source: str = "ptxas report"  # where registers/stack/spills came from ("the cubin" without a report)
+    call: str = ""  # with a shape: "MxNxK epilogue", the call whose build this is
+    call_defines: dict = field(default_factory=dict)  # ... and what the stage's defines_for picked for it
 
     @property
     def families(self) -> dict[str, int]:
@@ -81,13 +85,18 @@ class Report:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in (
             "stage", "kernel", "arch", "nvrtc", "registers", "static_smem", "dynamic_smem",
-            "stack_frame", "spill_stores", "spill_loads", "local_memory", "source", "warnings", "opcodes", "failures")}
+            "stack_frame", "spill_stores", "spill_loads", "local_memory", "source", "warnings", "opcodes", "failures",
+            "call", "call_defines")}
 
     def render(self) -> str:
         def b(x):
             return "?" if x is None else f"{x:,} B"
-        lines = [
-            f"{self.stage}  kernel {self.kernel}, compiled for {self.arch} by NVRTC {self.nvrtc}",
+        lines = [f"{self.stage}  kernel {self.kernel}, compiled for {self.arch} by NVRTC {self.nvrtc}"]
+        if self.call:
+            picked = " ".join(f"{k}={v}" for k, v in self.call_defines.items()) or "nothing (one build for every shape)"
+            lines += textwrap.wrap(f"the build a call of {self.call} runs on {gpu.REFERENCE_DEVICE.name}; per call the "
+                                   f"stage picks {picked}", 98, initial_indent="  ", subsequent_indent="    ")
+        lines += [
             f"  registers/thread  {self.registers}",
             f"  shared memory     static {b(self.static_smem)}, dynamic {b(self.dynamic_smem)}"
             " (as the kernel defines it: gemm_smem_bytes)",
@@ -169,20 +178,40 @@ def kernel_sass(cubin_path: str, kernel: str) -> str:
     return dict(zip(parts[1::2], parts[2::2])).get(kernel, "")
 
 
-def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096)) -> Report:
-    """Compile `stage` for `arch` (no GPU needed) and report on its kernel.
+class _Aligned:  # an operand or output as a stage's defines_for reads it, with no GPU: a 256-byte aligned base
+    class data:
+        ptr = 0
+
+
+def call_defines(stage, m: int, n: int, k: int, epilogue: contract.Epilogue = contract.PLAIN, dev=None) -> dict:
+    """The per-call defines `stage.defines_for` picks for a call of this shape and epilogue with
+    aligned, packed operands on `dev` (default: the reference H200): what that call compiles on top
+    of the stage's configuration. {} for a stage that builds one kernel for every call."""
+    if not stage.defines_for:
+        return {}
+    return dict(stage.defines_for(Call(_Aligned, _Aligned, _Aligned, m, n, k, stage.defines,
+                                       dev or gpu.REFERENCE_DEVICE, epilogue)))
+
+
+def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096), epilogue=None) -> Report:
+    """Compile `stage` for `arch` (no GPU needed) and report on its kernel: its configuration's
+    own build, or with `epilogue` (a contract.Epilogue, PLAIN for the plain GEMM) the build a call
+    of `problem` with that epilogue runs (`call_defines`).
 
     The report never depends on what ran before: a cubin whose log lacks ptxas's report for this
     kernel (a cache entry, or NVRTC's own in-process reuse) is compiled again in a fresh process
     to get it; a report still missing then is a failure, never a zero."""
-    compiled = stage.compile(arch)
+    extra = call_defines(stage, *problem, epilogue) if epilogue is not None else {}
+    compiled = stage.compile(arch, extra)
     if not compiled.has_ptxas_report(stage.kernel):
-        compiled = stage.compile(arch, fresh=True)
+        compiled = stage.compile(arch, extra, fresh=True)
     rep = Report(stage=stage.name, kernel=stage.kernel, arch=arch, nvrtc=compiler.nvrtc_version())
+    if epilogue is not None:
+        rep.call, rep.call_defines = f"{'x'.join(map(str, problem))} {_spelled(epilogue)}", extra
     for key, val in parse_ptxas(compiled.log, stage.kernel).items():
         setattr(rep, key, val)
     rep.source = "ptxas report" if compiled.has_ptxas_report(stage.kernel) else "the cubin"
-    rep.dynamic_smem = stage.launch_for(*problem, dev=gpu.REFERENCE_DEVICE, compiled=compiled).shared_mem
+    rep.dynamic_smem = stage.launch_for(*problem, dev=gpu.REFERENCE_DEVICE, extra=extra, compiled=compiled).shared_mem
     rep.warnings = compiler.ptxas_warnings(compiled.log)
     try:
         usage = resource_usage(str(compiled.cubin_path), stage.kernel)
@@ -202,3 +231,10 @@ def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096)) -> Re
         rep.sass_available, rep.sass_error = False, str(exc)
         rep.local_memory = rep.stack_frame
     return rep
+
+
+def _spelled(epi: contract.Epilogue) -> str:
+    """An Epilogue as bench's --epilogue spells it (the bias's dtype named where it is not fp16)."""
+    words = ([] if epi.bias is None else ["bias" if epi.bias.dtype.itemsize == 2 else f"bias ({epi.bias.dtype})"]) \
+        + ([f"alpha={epi.alpha:g}"] if epi.alpha != 1.0 else []) + ([epi.activation] if epi.activation else [])
+    return "+".join(words) or "plain"
