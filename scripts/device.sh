@@ -44,6 +44,10 @@
 #   ncu       Nsight Compute's warp-state samples per SASS instruction of one launch (the second) of
 #             SPEC at M N K (env; EPILOGUE optional, KERNEL a regex of the kernel's name), boost
 #             clocks as the bench runs; summarised by scripts/ncu_sass_summary.py
+#   steps     the commands in STEPS, one a line, "NAME LIMIT_S COMMAND ...", in turn, each under its
+#             limit and the budget like every step here (a probe, then the tests of what it checks,
+#             then a timing, in one call without a hang or a lost log): words split at spaces, no
+#             quoting; {logs} is this call's log folder (it comes back in logs.tgz)
 #
 # Before 2026-12-03 each session added a mode per step to scripts/final_device.sh (134 of them)
 # and eleven one-off scripts beside it (h200_session.sh, issue11_device.sh, v5_device.sh, v4_final.sh,
@@ -164,6 +168,14 @@ case ${1:-} in
       "$ncu" --import "$LOGS/ncu/$tag.ncu-rep" --csv --page details >"$LOGS/ncu/$tag-details.csv" 2>&1
       rm -f "$LOGS/ncu/$tag.ncu-rep"
     fi ;;
+  steps)
+    [ -n "${STEPS:-}" ] || { echo "steps needs STEPS: one step a line, NAME LIMIT_S COMMAND ..."; exit 2; }
+    while IFS= read -r line; do
+      [ -n "${line// /}" ] || continue
+      read -r name limit rest <<<"$line"
+      read -ra cmd <<<"${rest//\{logs\}/$LOGS}"
+      run "$name" "$limit" "${cmd[@]}" </dev/null
+    done <<<"$STEPS" ;;
   *) echo "usage: [GEMM_STAGES_COMMIT=sha BUDGET_S=s OUT=dir] bash scripts/device.sh MODE, one of: $(grep -oE '^  [a-z]+\)' "$0" | tr -d ' )' | tr '\n' ' ')"; exit 2 ;;
 esac
 [ -n "${DRY_RUN:-}" ] && exit 0

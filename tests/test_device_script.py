@@ -95,3 +95,15 @@ def test_ncu_samples_one_launch_of_the_named_call(tmp_path):
     assert len(out) == 1
     assert "--launch-count 1" in out[0] and "--section SourceCounters" in out[0]
     assert out[0].endswith("--run v5_fused_epilogue 1000 1000 1000 --epilogue bias+gelu")
+
+
+def test_steps_runs_each_line_as_a_step_under_its_limit(tmp_path):
+    """STEPS: one step a line, "NAME LIMIT_S COMMAND ...", blank lines skipped, {logs} the call's
+    log folder; without STEPS it says what it needs."""
+    assert dry("steps", tmp_path).returncode == 2
+    out = steps(dry("steps", tmp_path, STEPS="probe 60 python3 probes/tma_parity.py\n\n"
+                                             "tests 240 python3 -m pytest -q tests/test_v5.py -k row_parity\n"
+                                             "time 300 python3 scripts/row_align_probe.py --out {logs}/ra\n").stdout)
+    assert out == ["probe 60: python3 probes/tma_parity.py",
+                   "tests 240: python3 -m pytest -q tests/test_v5.py -k row_parity",
+                   "time 300: python3 scripts/row_align_probe.py --out /tmp/device-dry-run/ra"]
