@@ -282,6 +282,23 @@ def walkthrough(name: str, index: int):
             "rep = inspect_stage(st, arch='sm_90a')\n"
             "print(rep.render())\n"
             'show_readme("inspect")'),
+    ]
+    if plots.calls(name):
+        cells += [
+            new_markdown_cell(
+                "## The build a call runs (`python -m stages inspect --shape ... --epilogue ...`)\n\n"
+                "This stage decides part of its build per call: the report above is its configuration's "
+                "own build, which a call of another shape does not run. The table lists what it picks for "
+                "a few calls on the H200 (`defines_for`, aligned operands; nothing compiled): the "
+                "columns whose values differ between them. Add a call of your own to `CALLS`, or "
+                "compile and read one with `inspect_stage(st, problem=(M, N, K), "
+                "epilogue=call_epilogue('bias+gelu'))`."),
+            new_code_cell(
+                "from stages.tools.inspect import call_epilogue\n\n"
+                "CALLS = plots.calls(NAME)  # [((M, N, K), epilogue), ...]: add yours\n"
+                "display(Markdown(plots.call_builds(st, CALLS)))"),
+        ]
+    cells += [
         new_markdown_cell(
             "## Predict first: turn a knob\n\n"
             + plots.knob_question(name) + "\n\n"

@@ -109,3 +109,25 @@ def test_inspect_refuses_a_call_the_stage_does_not_take(capsys):
     assert "v0_naive: does not fuse bias" in err and "v3_wgmma_tma: does not fuse bias" in err
     assert cli.main(["inspect", "v5_fused_epilogue", "--set", "ROW_PARITY=1"]) == 2
     assert "add --shape MxNxK" in capsys.readouterr().err
+
+
+def test_the_walkthrough_lists_what_a_call_builds():
+    """plots.call_builds: per call of why.py's CALLS, what defines_for picks (as inspect --shape
+    --epilogue names it), in the columns that differ between the calls; a stage with one build for
+    every call says so."""
+    from stages.tools import inspect, plots
+
+    v5 = stages.get("v5_fused_epilogue")
+    pairs = plots.calls("v5_fused_epilogue")
+    assert ((1000, 1000, 1000), "bias+gelu") in pairs and ((16, 14336, 4096), "bias+silu") in pairs
+    lines = plots.call_builds(v5, pairs).splitlines()
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head[:4] == ["M×N×K", "epilogue", "BM", "BN"] and len(lines) == 2 + len(pairs)
+    for line, (shape, spec) in zip(lines[2:], pairs):
+        row = dict(zip(head, (c.strip() for c in line.strip("|").split("|"))))
+        picked = inspect.call_defines(v5, *shape, inspect.call_epilogue(spec))
+        assert row["M×N×K"] == "×".join(map(str, shape)) and row["epilogue"] == spec
+        assert all(row[key] == str(picked[key]) for key in head[2:])
+    assert {"ACT", "BIAS", "SWAP_AB", "STREAMK"} <= set(head)  # (they differ between these calls)
+    assert "one kernel for every call" in plots.call_builds(stages.get("v3_wgmma_tma"), [((4096, 4096, 4096), "plain")])
+    assert plots.calls("v3_wgmma_tma") == []

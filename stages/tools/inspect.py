@@ -9,8 +9,12 @@ import subprocess
 import textwrap
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from stages.core import compiler, contract, gpu
 from stages.core.stage import Call
+
+from . import records
 
 # Instruction families worth naming in a GEMM, in the order a reader meets them.
 FAMILIES = {
@@ -181,6 +185,12 @@ def kernel_sass(cubin_path: str, kernel: str) -> str:
 class _Aligned:  # an operand or output as a stage's defines_for reads it, with no GPU: a 256-byte aligned base
     class data:
         ptr = 0
+
+
+def call_epilogue(spec: str) -> contract.Epilogue:
+    """bench's spelling of an epilogue ("plain", "bias+gelu", ...) as the contract's Epilogue that a
+    call with it carries, its bias float16 as bench's (a stand-in: defines_for reads its dtype)."""
+    return records.parse_epilogue(spec).epilogue(np.zeros(1, np.float16))
 
 
 def call_defines(stage, m: int, n: int, k: int, epilogue: contract.Epilogue = contract.PLAIN, dev=None) -> dict:

@@ -21,7 +21,7 @@ import numpy as np
 import stages
 from stages.core import gpu
 
-from . import diagrams, profile, records, report, timing
+from . import diagrams, inspect, profile, records, report, timing
 from .bench import datasheet
 
 STAGE_COLORS = ["#9e9e9e", "#ff9800", "#3f51b5", "#e91e63", "#009688", "#795548", "#673ab7"]
@@ -492,6 +492,26 @@ def time_pair(stage, variant, shape=(4096, 4096, 4096), reps: int = 10, warmup: 
         except Exception as exc:  # a variant this GPU cannot launch says why
             rows.append(f"| {s.name} | – | {type(exc).__name__}: {exc} |")
     return "\n".join(rows)
+
+
+def calls(name: str) -> list[tuple[tuple[int, int, int], str]]:
+    """why.py's CALLS: the (M, N, K), epilogue pairs (bench's spelling) whose builds the walkthrough
+    lists, for a stage that picks part of its build per call ([] for one build for every call)."""
+    return [(tuple(shape), spec) for shape, spec in _extra(name, "CALLS", []) or []]
+
+
+def call_builds(stage, pairs) -> str:
+    """Markdown: per (shape, epilogue) what `stage.defines_for` picks for that call on the reference
+    H200 (inspect.call_defines, aligned operands; nothing compiled), in the columns whose values
+    differ between the calls (the tile, BM and BN, always)."""
+    picks = [inspect.call_defines(stage, *shape, inspect.call_epilogue(spec)) for shape, spec in pairs]
+    keys = [key for key in dict.fromkeys(k for p in picks for k in p)
+            if key in ("BM", "BN") or len({p.get(key) for p in picks}) > 1]
+    if not keys:
+        return f"{stage.name} builds one kernel for every call: nothing is picked per call."
+    rows = [f"| {'×'.join(map(str, shape))} | {spec} | " + " | ".join(str(p.get(key, "")) for key in keys) + " |"
+            for (shape, spec), p in zip(pairs, picks)]
+    return "\n".join([f"| M×N×K | epilogue | {' | '.join(keys)} |", "|---|---|" + "---|" * len(keys), *rows])
 
 
 def questions(name: str) -> list[tuple]:
