@@ -786,3 +786,30 @@ def test_a_probe_variant_that_could_not_be_prepared_leaves_a_row():
     rows = sbs.refused_rows(runs, checks, {"m": 64, "n": 4096, "k": 4096})
     assert rows == [{"m": 64, "n": 4096, "k": 4096, "variant": "64x2", "ms_median": None, "tflops": None,
                      "samples": 0, "check": "unavailable: ValueError: too much shared memory"}]
+
+
+def test_verify_says_where_a_per_call_knob_was_not_built(monkeypatch, capsys):
+    """`verify --set` on a stage that decides part of its build per call: the calls whose build
+    drops the knob (v5's ROW_PARITY=1 needs M even, among others) are named in the summary, so a
+    sweep never reads as a check of a build it did not run. (The GPU is stood in for: the checks
+    pass without running; what is judged here is the note.)"""
+    from stages.core.stage import KernelStage
+
+    passed = verify.judge(verify.Check("v5", 8, 8, 8, 1, rel_fro=1e-4, worst_bound_ratio=0.4))
+    monkeypatch.setattr(KernelStage, "runnable", lambda self: (True, ""))
+    monkeypatch.setattr(gpu, "current", lambda: gpu.REFERENCE_DEVICE)
+    monkeypatch.setattr(verify, "check", lambda *a, **k: passed)
+    assert cli.main(["verify", "v5_fused_epilogue", "--set", "ROW_PARITY=1", "--shape", "1000x1000x1000",
+                     "--shape", "999x1000x1000", "--shape", "998x1000x1000"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ROW_PARITY=1 not built in 1 of 3 calls (decided per call): 999x1000x1000" in out
+    assert cli.main(["verify", "v5_fused_epilogue", "--set", "ROW_PARITY=1", "--shape", "1000x1000x1000",
+                     "--epilogue", "all"]) == 0
+    assert "not built" not in capsys.readouterr().out
+    st = stages.get("v5_fused_epilogue").variant(ROW_PARITY=1)
+    cases = list(verify.epilogue_cases(st, "all").values())
+    missed = verify.overrides_not_built(st, {"ROW_PARITY": 1}, [(999, 1000, 1000), (7, 7, 7)], cases,
+                                        gpu.REFERENCE_DEVICE)
+    assert len(missed) == 2 * len(cases) and all(other == {"ROW_PARITY": 0} for _, _, other in missed)
+    assert verify.overrides_not_built(stages.get("v3_wgmma_tma").variant(BN=128), {"BN": 128},
+                                      [(4096, 4096, 4096)], [{}]) == []

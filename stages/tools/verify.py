@@ -26,6 +26,8 @@ import numpy as np
 
 from stages.core import contract, gpu
 
+from . import inspect
+
 CHECKLIST = (1, 3, 17, 32, 64, 128, 129, 1024)  # every M, N, K combination the stage supports
 QUICK = (1, 17, 128, 129)
 LARGE_K = ((64, 64, 16384), (128, 128, 16384), (129, 129, 16384), (256, 256, 16384))
@@ -327,6 +329,26 @@ def sweep(stage, shapes, repeat: int = 1, seed: int | None = None, on_check=None
         if on_check:
             on_check(i, total, chk)
     return results
+
+
+def overrides_not_built(stage, overrides: dict, shapes, cases, dev=None) -> list[tuple]:
+    """The calls of a sweep (each supported shape with each epilogue case, as `sweep` takes them)
+    whose build does not hold every define of `overrides`: a stage that decides part of its build
+    per call (`defines_for`, aligned operands: inspect.call_defines) drops a knob where the call
+    cannot take it, so that `verify --set` would check another build there. [(shape, case, {define:
+    the value built})]; [] for a stage with one build for every call."""
+    if not getattr(stage, "defines_for", None) or not overrides:
+        return []
+    out = []
+    for shape in (s for s in shapes if stage.constraints.supports(*s)):
+        for case in cases:
+            bias = np.zeros(1, case["bias_dtype"]) if case.get("bias_dtype") is not None else None
+            epi = contract.Epilogue(bias, float(case.get("alpha", 1.0)), case.get("activation"))
+            built = {**stage.defines, **inspect.call_defines(stage, *shape, epi, dev)}
+            other = {key: built.get(key) for key, val in overrides.items() if built.get(key) != val}
+            if other:
+                out.append((tuple(shape), case, other))
+    return out
 
 
 def failures(checks: list[Check]) -> list[str]:
