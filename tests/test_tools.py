@@ -813,3 +813,31 @@ def test_verify_says_where_a_per_call_knob_was_not_built(monkeypatch, capsys):
     assert len(missed) == 2 * len(cases) and all(other == {"ROW_PARITY": 0} for _, _, other in missed)
     assert verify.overrides_not_built(stages.get("v3_wgmma_tma").variant(BN=128), {"BN": 128},
                                       [(4096, 4096, 4096)], [{}]) == []
+
+
+def test_tune_says_which_variants_build_one_kernel(tmp_path, capsys, monkeypatch):
+    """`tune` of a stage that decides part of its build per call: variants that build the same
+    kernel at a shape (v5's ROW_PARITY=1 at odd M; BN=128 where the rule picks the tile, AUTO=1)
+    are named, in the output and the record, so that their difference reads as noise. (The GPU,
+    the variants' probe sweep and the timed run are stood in for.)"""
+    from stages.tools import inspect
+
+    monkeypatch.setattr(gpu, "available", lambda: (True, ""))
+    monkeypatch.setattr(gpu, "current", lambda: gpu.REFERENCE_DEVICE)
+    monkeypatch.setattr(verify, "sweep", lambda *a, **k: [])
+    rec = dict(_record(), kind="tune", results=[])
+    rec["env"] = {**rec["env"], "gpu": {**rec["env"]["gpu"], "sm_count": 132}}
+    monkeypatch.setattr(bench, "run_bench", lambda *a, **k: rec)
+    monkeypatch.setattr(records, "RUNS", tmp_path / "runs")
+    assert cli.main(["tune", "v5_fused_epilogue", "--set", "ROW_PARITY=0,1", "--shape", "999x1000x1000",
+                     "--shape", "1000x1000x1000"]) == 0
+    out = capsys.readouterr().out
+    assert ("at 999x1000x1000 v5_fused_epilogue[ROW_PARITY=0], v5_fused_epilogue[ROW_PARITY=1] build one kernel"
+            in out) and "at 1000x1000x1000" not in out
+    assert rec["same_build"] == [{"shape": "999x1000x1000",
+                                  "variants": ["v5_fused_epilogue[ROW_PARITY=0]", "v5_fused_epilogue[ROW_PARITY=1]"]}]
+    v5 = stages.get("v5_fused_epilogue")
+    pair = [v5.variant(ROW_PARITY=0), v5.variant(ROW_PARITY=1), v5.variant(AUTO=0, BN=128, STAGES=6)]
+    assert inspect.same_builds(pair, 1000, 1000, 1000, dev=gpu.REFERENCE_DEVICE) == []
+    assert inspect.same_builds([v5, v5.variant(BN=128)], 4096, 4096, 4096, dev=gpu.REFERENCE_DEVICE) == [
+        ["v5_fused_epilogue", "v5_fused_epilogue[BN=128]"]]

@@ -29,7 +29,7 @@ from stages.core import contract, gpu
 from stages.core.errors import CompileError, UnsupportedDevice
 
 from . import bench, ceilings, newstage, profile, records, report, stress, verify
-from .inspect import call_epilogue, inspect_stage
+from .inspect import call_epilogue, inspect_stage, same_builds
 
 WIDTH = 100
 
@@ -320,9 +320,17 @@ def cmd_tune(args) -> int:
     others = [stages.get(name) for name in args.beside or []]
     record = bench.run_bench(others + variants, shapes=args.shape, reps=args.reps, warmup=args.warmup, kind="tune")
     record["rejected"] = [{"variant": n, "reason": r} for n, r in rejected]
+    # (variants of a stage that decides part of its build per call may build one kernel at a shape)
+    dev = gpu.current()
+    record["same_build"] = [{"shape": "x".join(map(str, shape)), "variants": names}
+                            for shape in args.shape or bench.GPU_DEFAULT_SHAPES
+                            for names in same_builds(variants, *shape, dev=dev)]
     _print_gpu_header(record, args.reps)
     print(_table(_bench_rows(record), ["variant", "MxNxK", "ms", "p20-p80", "TFLOP/s", "% peak",
                                        "x cuBLAS", "check"]))
+    for same in record["same_build"]:
+        print(f"at {same['shape']} {', '.join(same['variants'])} build one kernel (decided per call): "
+              "their times differ by noise alone")
     _write(record, args)
     return 1 if rejected else 0
 

@@ -203,6 +203,18 @@ def call_defines(stage, m: int, n: int, k: int, epilogue: contract.Epilogue = co
                                        dev or gpu.REFERENCE_DEVICE, epilogue)))
 
 
+def same_builds(variants, m: int, n: int, k: int, epilogue: contract.Epilogue = contract.PLAIN, dev=None) -> list:
+    """The groups (two or more names) of `variants` that build one and the same kernel for a call of
+    this shape and epilogue: variants of a stage that decides part of its build per call differ
+    only where a call takes the defines they change (a tile knob where the rule picks the tile,
+    v5's ROW_PARITY at odd M). Their times then differ by noise alone."""
+    groups: dict = {}
+    for st in variants:
+        built = {**st.defines, **call_defines(st, m, n, k, epilogue, dev)}
+        groups.setdefault((st.base_name, tuple(sorted(built.items()))), []).append(st.name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
 def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096), epilogue=None) -> Report:
     """Compile `stage` for `arch` (no GPU needed) and report on its kernel: its configuration's
     own build, or with `epilogue` (a contract.Epilogue, PLAIN for the plain GEMM) the build a call
