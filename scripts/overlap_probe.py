@@ -139,16 +139,25 @@ for (m, n, k) in shapes:
         runs, verdict = prepare_judged(entries, set(entries), a, b, out, kw, ref, mag, cp)
         ovl = {nm: defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
                for nm in runs if nm in stages_by_name}
+        # variants that build one kernel here (a per-call knob this call drops, or an A/A twin): named
+        first, same = {}, {}
+        for nm in (nm for nm in runs if nm in stages_by_name):
+            key = tuple(sorted(defines_of(stages_by_name[nm], m, n, k, epi, dev).items()))
+            if key in first:
+                same[nm] = first[key]
+            first.setdefault(key, nm)
         rows += refused_rows(runs, verdict, {"m": m, "n": n, "k": k, "epilogue": label, "overlap": None, "flush": None})
         for fname, flush in flushers.items():
             med, samples = interleaved(runs, args.rounds, args.reps, flush)
             for nm, ms in med.items():
                 rows.append({"m": m, "n": n, "k": k, "epilogue": label, "variant": nm, "ms_median": ms,
                              "tflops": tflops(m, n, k, ms), "samples": len(samples[nm]),
-                             "check": verdict[nm], "overlap": ovl.get(nm), "flush": fname})
+                             "check": verdict[nm], "overlap": ovl.get(nm), "flush": fname,
+                             "same_kernel_as": same.get(nm)})
             print(f"{m}x{n}x{k} {label}" + (f" ({fname} flush)" if len(flushers) > 1 else "") + ": "
                   + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items())
-                  + "  | " + " ".join(f"{nm}:{c}" for nm, c in verdict.items() if c != "ok"), flush=True)
+                  + "  | " + " ".join(f"{nm}:{c}" for nm, c in verdict.items() if c != "ok")
+                  + "".join(f"  ({nm}: {first}'s kernel)" for nm, first in same.items()), flush=True)
         del a, b, ref, mag, out
         cp.get_default_memory_pool().free_all_blocks()
 
