@@ -157,7 +157,7 @@ for (m, n, k) in shapes:
             print(f"{m}x{n}x{k} {label}" + (f" ({fname} flush)" if len(flushers) > 1 else "") + ": "
                   + "  ".join(f"{nm} {ms * 1e3:.1f}us" for nm, ms in med.items())
                   + "  | " + " ".join(f"{nm}:{c}" for nm, c in verdict.items() if c != "ok")
-                  + "".join(f"  ({nm}: {first}'s kernel)" for nm, first in same.items()), flush=True)
+                  + "".join(f"  ({nm}: {twin}'s kernel)" for nm, twin in same.items()), flush=True)
         del a, b, ref, mag, out
         cp.get_default_memory_pool().free_all_blocks()
 
