@@ -41,7 +41,7 @@
 //             rows start mid-sector, M > 128 and the operands are L2-sized (L2_PROMO, per call).
 //             Tiles of C's even rows and of its odd rows through 3-D maps of A and C, the odd
 //             ones 8 columns early, so that every row of A a tile loads starts on a sector where
-//             K % 16 == 8 (ROW_PARITY, a knob, not yet run on a GPU).
+//             K % 16 == 8 (ROW_PARITY, a knob; run on an H100, not yet on the H200).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; otherwise
