@@ -22,7 +22,7 @@ import sys
 
 import stages
 from stages.core import gpu
-from stages.tools import bench, records, verify
+from stages.tools import bench, inspect, records, verify
 from stages.tools.timing import L2Flusher, tflops
 
 from side_by_side import compile_all, defines_of, interleaved, prepare_judged, refused_rows, save  # scripts/side_by_side.py (this script's folder is on sys.path)
@@ -140,12 +140,8 @@ for (m, n, k) in shapes:
         ovl = {nm: defines_of(stages_by_name[nm], m, n, k, epi, dev)["EPI_OVERLAP"]
                for nm in runs if nm in stages_by_name}
         # variants that build one kernel here (a per-call knob this call drops, or an A/A twin): named
-        first, same = {}, {}
-        for nm in (nm for nm in runs if nm in stages_by_name):
-            key = tuple(sorted(defines_of(stages_by_name[nm], m, n, k, epi, dev).items()))
-            if key in first:
-                same[nm] = first[key]
-            first.setdefault(key, nm)
+        same = {nm: group[0] for group in inspect.same_builds({nm: stages_by_name[nm] for nm in runs if nm in stages_by_name},
+                                                             m, n, k, epi, dev) for nm in group[1:]}
         rows += refused_rows(runs, verdict, {"m": m, "n": n, "k": k, "epilogue": label, "overlap": None, "flush": None})
         for fname, flush in flushers.items():
             med, samples = interleaved(runs, args.rounds, args.reps, flush)

@@ -207,11 +207,13 @@ def same_builds(variants, m: int, n: int, k: int, epilogue: contract.Epilogue = 
     """The groups (two or more names) of `variants` that build one and the same kernel for a call of
     this shape and epilogue: variants of a stage that decides part of its build per call differ
     only where a call takes the defines they change (a tile knob where the rule picks the tile,
-    v5's ROW_PARITY at odd M). Their times then differ by noise alone."""
+    v5's ROW_PARITY at odd M). Their times then differ by noise alone. `variants`: stages, named
+    by their own names, or a {name: stage} mapping (a probe's labels), in order."""
+    named = variants.items() if isinstance(variants, dict) else ((st.name, st) for st in variants)
     groups: dict = {}
-    for st in variants:
+    for name, st in named:
         built = {**st.defines, **call_defines(st, m, n, k, epilogue, dev)}
-        groups.setdefault((st.base_name, tuple(sorted(built.items()))), []).append(st.name)
+        groups.setdefault((st.base_name, tuple(sorted(built.items()))), []).append(name)
     return [names for names in groups.values() if len(names) > 1]
 
 
