@@ -292,9 +292,8 @@ def walkthrough(name: str, index: int):
                 "a few calls on the H200 (`defines_for`, aligned operands; nothing compiled): the "
                 "columns whose values differ between them. Add a call of your own to `CALLS`, or "
                 "compile and read one with `inspect_stage(st, problem=(M, N, K), "
-                "epilogue=call_epilogue('bias+gelu'))`."),
+                "epilogue='bias+gelu')`, the epilogue spelled as for `--epilogue`."),
             new_code_cell(
-                "from stages.tools.inspect import call_epilogue\n\n"
                 "CALLS = plots.calls(NAME)  # [((M, N, K), epilogue), ...]: add yours\n"
                 "display(Markdown(plots.call_builds(st, CALLS)))"),
         ]

@@ -85,6 +85,8 @@ def test_inspect_of_a_call_is_the_build_that_call_runs(capsys):
     (rep,) = json.loads(capsys.readouterr().out)
     picked = inspect.call_defines(v5, 1000, 1000, 1000, contract.Epilogue(None, 1.0, "gelu"))
     assert rep["call"] == "1000x1000x1000 gelu" and rep["call_defines"] == picked
+    # the API takes the epilogue as the command line spells it (the notebook's example)
+    assert inspect.inspect_stage(v5, problem=(1000, 1000, 1000), epilogue="gelu").as_dict() == rep
     assert (picked["BM"], picked["BN"], picked["ACT"], picked["BIAS"]) == (64, 128, 2, 0)
     assert rep["dynamic_smem"] == v5.launch_for(1000, 1000, 1000, extra=picked).shared_mem != v5.launch_for(
         1000, 1000, 1000).shared_mem

@@ -29,7 +29,7 @@ from stages.core import contract, gpu
 from stages.core.errors import CompileError, UnsupportedDevice
 
 from . import bench, ceilings, newstage, profile, records, report, stress, verify
-from .inspect import call_epilogue, inspect_stage, same_builds
+from .inspect import inspect_stage, same_builds
 
 WIDTH = 100
 
@@ -355,7 +355,7 @@ def cmd_inspect(args) -> int:
     status, reports, call_kw, skipped = 0, [], {}, False
     if args.shape or args.epilogue:  # the build a call of this shape and epilogue runs
         spec = bench.parse_epilogue(args.epilogue or bench.PLAIN_WORD)
-        call_kw = {"problem": args.shape or (4096, 4096, 4096), "epilogue": call_epilogue(spec.spelled)}
+        call_kw = {"problem": args.shape or (4096, 4096, 4096), "epilogue": spec.spelled}
     for name in names:
         st = stages.get(name)
         if st.kind != "gpu":

@@ -217,21 +217,22 @@ def same_builds(variants, m: int, n: int, k: int, epilogue: contract.Epilogue = 
     return [names for names in groups.values() if len(names) > 1]
 
 
-def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096), epilogue=None) -> Report:
+def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096), epilogue: str | None = None) -> Report:
     """Compile `stage` for `arch` (no GPU needed) and report on its kernel: its configuration's
-    own build, or with `epilogue` (a contract.Epilogue, PLAIN for the plain GEMM) the build a call
+    own build, or with `epilogue` (bench's spelling: "plain", "bias+gelu", ...) the build a call
     of `problem` with that epilogue runs (`call_defines`).
 
     The report never depends on what ran before: a cubin whose log lacks ptxas's report for this
     kernel (a cache entry, or NVRTC's own in-process reuse) is compiled again in a fresh process
     to get it; a report still missing then is a failure, never a zero."""
-    extra = call_defines(stage, *problem, epilogue) if epilogue is not None else {}
+    extra = call_defines(stage, *problem, call_epilogue(epilogue)) if epilogue is not None else {}
     compiled = stage.compile(arch, extra)
     if not compiled.has_ptxas_report(stage.kernel):
         compiled = stage.compile(arch, extra, fresh=True)
     rep = Report(stage=stage.name, kernel=stage.kernel, arch=arch, nvrtc=compiler.nvrtc_version())
     if epilogue is not None:
-        rep.call, rep.call_defines = f"{'x'.join(map(str, problem))} {_spelled(epilogue)}", extra
+        rep.call = f"{'x'.join(map(str, problem))} {records.parse_epilogue(epilogue).spelled}"
+        rep.call_defines = extra
     for key, val in parse_ptxas(compiled.log, stage.kernel).items():
         setattr(rep, key, val)
     rep.source = "ptxas report" if compiled.has_ptxas_report(stage.kernel) else "the cubin"
@@ -255,10 +256,3 @@ def inspect_stage(stage, arch: str = "sm_90a", problem=(4096, 4096, 4096), epilo
         rep.sass_available, rep.sass_error = False, str(exc)
         rep.local_memory = rep.stack_frame
     return rep
-
-
-def _spelled(epi: contract.Epilogue) -> str:
-    """An Epilogue as bench's --epilogue spells it (the bias's dtype named where it is not fp16)."""
-    words = ([] if epi.bias is None else ["bias" if epi.bias.dtype.itemsize == 2 else f"bias ({epi.bias.dtype})"]) \
-        + ([f"alpha={epi.alpha:g}"] if epi.alpha != 1.0 else []) + ([epi.activation] if epi.activation else [])
-    return "+".join(words) or "plain"
