@@ -915,7 +915,7 @@ def _defines_for(call: Call) -> dict:
             "CLUSTER_M": cm, "CLUSTER_N": cn, "ROW_PARITY": parity}
 
 
-# ROW_PARITY (kernel.cu; a knob, 0 ships): tiles of C's even rows and tiles of its odd rows, the
+# ROW_PARITY (kernel.cu; a knob, 2 ships): tiles of C's even rows and tiles of its odd rows, the
 # odd ones running their k-blocks 8 columns early, so that where K % 16 == 8 every row of A a tile
 # loads starts on a 32-byte sector (OPEN_QUESTIONS.md "Small square problems"). Its units are the
 # same as without it, taken apart by parity; so they must pair up, and each must be a whole tile

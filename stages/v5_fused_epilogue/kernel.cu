@@ -41,7 +41,7 @@
 //             rows start mid-sector, M > 128 and the operands are L2-sized (L2_PROMO, per call).
 //             Tiles of C's even rows and of its odd rows through 3-D maps of A and C, the odd
 //             ones 8 columns early, so that every row of A a tile loads starts on a sector where
-//             K % 16 == 8 (ROW_PARITY, a knob; run on an H100, not yet on the H200).
+//             K % 16 == 8 (ROW_PARITY, 2 ships: taken by shape where it gains).
 // Bottleneck: v4 needs M % 128, N % 256, K % 64 == 0, and a bias or an activation costs another
 //             pass over C; a 128 x 256 tile leaves most SMs idle when M is small (decode, prefill).
 // Requires:   sm_90a; K % 8 == 0 and 16-byte aligned A and B (TMA row strides; otherwise
@@ -300,7 +300,7 @@
 #error "EPI_OVERLAP needs BM 128, BN 256, TMA_STORE=1, no split of K, STREAMK=0 and EPI_OVERLAP < STAGES"
 #endif
 #define DEFER (EPI_DEFER && TMA_STORE && !PARTIAL && !OVERLAP)  // (the direct-store and split-K paths store at once)
-// ROW_PARITY=1 (a knob, 0 ships; the host's row_parity keeps it only where the build can take
+// ROW_PARITY=1 (a knob, 2 ships; the host's row_parity keeps it only where the build can take
 // it, and turns 2, "by shape", into 1 or 0 per call): tiles of C's even rows and of its odd rows. Where K % 16 == 8, a packed row of A
 // starts 16 bytes into a 32-byte sector every other row (row r at byte 2Kr), and a TMA box row
 // that starts mid-sector costs about 2.2 L2 requests against 1.0 (OPEN_QUESTIONS.md "Small
