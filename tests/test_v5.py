@@ -768,6 +768,7 @@ def test_the_rule_clusters_only_the_partial_k_grids(shape, cm, cn):
     ({"PREFILL_SWAP": 4}, "PREFILL_SWAP 0, 1, 2 or 3"),
     ({"MID_SWAP": 2}, "MID_SWAP 0 or 1"),
     ({"A_ROWS_128": 2}, "A_ROWS_128 0 or 1"),
+    ({"LM_HEAD": 2}, "LM_HEAD 0 or 1"),
     ({"L2_PROMO": 32}, "L2_PROMO 0"),
     ({"L2_HINT": 3}, "L2_HINT -1"),
     ({"NARROW_N": 2}, "NARROW_N 0 or 1")])
@@ -1403,6 +1404,43 @@ def test_the_128_row_tiles_with_the_a_rows_that_exist_are_right(runnable):
     _right_with_every_epilogue(st.variant(A_ROWS_128=0), [(65, 129, 72), (100, 40000, 4096)])
     knob = st.variant(AUTO=0, BM=128, BN=128, STAGES=v5.TILES[(128, 128)])
     _right_with_every_epilogue(knob, [(65, 7, 13), (72, 1000, 1000), (100, 333, 4104), (127, 129, 64)])
+
+
+LM_HEAD_SHAPES = [(72, 50304, 4096), (100, 40000, 4096), (100, 128256, 4096), (120, 65536, 2048), (96, 151936, 4096),
+                  (128, 34817, 128)]
+
+
+@pytest.mark.parametrize("shape", LM_HEAD_SHAPES)
+def test_the_lm_head_knob_takes_the_128_by_128_tile_that_was_measured(shape):
+    """LM_HEAD=1 (a knob, 0 ships): at M 65-128 where 128 x 256 tiles need more than one wave and
+    K % 64 == 0, the rule's tile is 128 x 128 with 6 buffers, and the whole build is the one the
+    LM-head sweep timed as AUTO=0, BM=128, BN=128, STAGES=6 (stream-K where it pays, the A rows
+    that exist); with 0 (shipped) the rule keeps its 128 x 256 tiles there."""
+    on = {**V5.defines, "LM_HEAD": 1}
+    timed = {**V5.defines, "AUTO": 0, "BM": 128, "BN": 128, "STAGES": 6}
+    assert V5.defines["LM_HEAD"] == 0
+    for act in (None, "gelu"):
+        d = v5.defines_for(_aligned_call(shape, on, act))
+        assert (d["BM"], d["BN"], d["STAGES"]) == (128, 128, 6)
+        assert d == v5.defines_for(_aligned_call(shape, timed, act))
+        assert (v5.defines_for(_aligned_call(shape, V5.defines, act))["BN"]) == 256
+
+
+@pytest.mark.parametrize("shape", [(80, 30000, 4096), (128, 32000, 4096), (64, 50304, 4096), (129, 50304, 4096),
+                                   (100, 40000, 4104), (100, 14336, 4096)])
+def test_the_lm_head_knob_leaves_other_shapes_to_the_rule(shape):
+    """LM_HEAD=1 changes nothing where 128 x 256 tiles fit one wave (N <= 33792 on 132 SMs), at
+    M <= 64 or M > 128, or where K % 64 != 0."""
+    on = {**V5.defines, "LM_HEAD": 1}
+    assert v5.defines_for(_aligned_call(shape, on)) == v5.defines_for(_aligned_call(shape, V5.defines))
+
+
+@pytest.mark.hopper
+def test_the_lm_head_tiles_are_right(runnable):
+    """LM_HEAD=1: the 128 x 128 tiles on a vocabulary-wide weight, with stream-K (100 x 40000 x 4096)
+    and with the direct stores of an odd N (128 x 34817 x 128), every epilogue case."""
+    st = runnable("v5_fused_epilogue").variant(LM_HEAD=1)
+    _right_with_every_epilogue(st, [(100, 40000, 4096), (128, 34817, 128)])
 
 
 @pytest.mark.hopper
