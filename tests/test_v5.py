@@ -1423,7 +1423,7 @@ def test_the_lm_head_knob_takes_the_128_by_128_tile_that_was_measured(shape):
         d = v5.defines_for(_aligned_call(shape, on, act))
         assert (d["BM"], d["BN"], d["STAGES"]) == (128, 128, 6)
         assert d == v5.defines_for(_aligned_call(shape, timed, act))
-        assert (v5.defines_for(_aligned_call(shape, V5.defines, act))["BN"]) == 256
+        assert v5.defines_for(_aligned_call(shape, V5.defines, act))["BN"] == 256
 
 
 @pytest.mark.parametrize("shape", [(80, 30000, 4096), (128, 32000, 4096), (64, 50304, 4096), (129, 50304, 4096),
