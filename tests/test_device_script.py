@@ -13,10 +13,28 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device.sh"
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 
+# The variables the script reads (`${NAME...}`): a dry run sees only those a test passes. The
+# suite itself may run under the script (a `steps` call whose step is `device.sh suite` exports
+# STEPS, BUDGET_S, ...), and a caller's STEPS made "without STEPS it says what it needs" fail
+# there (the H200 suite at b5f3acc, 2026-12-05) while it passed alone.
+READS = set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", SCRIPT.read_text()))
+
+
 def dry(mode: str, tmp_path, **env) -> subprocess.CompletedProcess:
+    own = {k: v for k, v in os.environ.items() if k not in READS}
     return subprocess.run(["bash", str(SCRIPT), mode], capture_output=True, text=True, timeout=60,
                           cwd=SCRIPT.parents[1],
-                          env={**os.environ, "DRY_RUN": "1", "OUT": str(tmp_path), **env})
+                          env={**own, "DRY_RUN": "1", "OUT": str(tmp_path), **env})
+
+
+def test_a_dry_run_does_not_see_the_callers_settings(tmp_path, monkeypatch):
+    """A STEPS (or VARIANTS, ...) in the environment the tests run in is not a dry run's."""
+    assert {"STEPS", "VARIANTS", "SHAPES", "PART", "BUDGET_S"} <= READS
+    monkeypatch.setenv("STEPS", "probe 60 python3 probes/tma_parity.py")
+    monkeypatch.setenv("VARIANTS", "v5")
+    monkeypatch.setenv("SHAPES", "1000x1000x1000")
+    assert dry("steps", tmp_path).returncode == 2
+    assert dry("probe", tmp_path).returncode != 0
 
 
 def steps(out: str) -> list[str]:
