@@ -22,7 +22,7 @@ CONFIG = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP_M": 16,
           "ACT_MATH": 1, "SPLIT_CLUSTER": 0, "PAD_SECTOR": 0, "SWAP_AB": 2,
           "L2_PROMO": 0, "TMAP_PREFETCH": 0, "L2_HINT": -1, "NARROW_N": 1, "EDGE_SHIFT": -1,
           "CLUSTER_TAIL": 1, "REG_SPLIT": 2, "CLUSTER_ARRIVE": 1, "PREFILL_SWAP": 3,
-          "MID_SWAP": 1, "A_ROWS_128": 1, "ROW_PARITY": 2, "LM_HEAD": 0}
+          "MID_SWAP": 1, "A_ROWS_128": 1, "ROW_PARITY": 2, "LM_HEAD": 1}
 
 # The ring depth each tile can afford: STAGES x (BM + BN) x 64 x 2 B + the epilogue staging tile
 # (BM x 128 x 2 B) + the bias stage (BN x 4 B) + 1 KiB of alignment slack + barriers must fit the
@@ -606,15 +606,16 @@ def _auto(m: int, n: int, k: int, dev, max_splits: int = MAX_SPLITS,
         if 10 * sms <= 14 * cdiv(m, 128) * cdiv(n, 192) <= 14 * sms:
             return 128, 192, TILES[(128, 192)], 1, 1, 1, 1, False
     if lm_head and m <= 128 and k % 64 == 0 and cdiv(n, 256) > sms:
-        # LM_HEAD=1 (a knob, 0 ships): M 65-128 on a weight wider than one wave of 128 x 256 tiles
-        # (an LM head: few tokens, a vocabulary-wide weight streamed from HBM): 128 x 128 tiles with
-        # 6 buffers, stream-K where it pays, in place of 128 x 256 with 4. Measured on an H100
-        # (results/probes/20261205T153440-nvidia-h100-lm-head-sweep.json and T153647, us, the rule
-        # -> 128 x 128 (cuBLAS)): 72 x 50304 x 4096 185.7 -> 161.3 (162.1), 100 x 40000 x 4096
-        # 154.1 -> 136.6 (133.1), 100 x 128256 x 4096 426.4 -> 397.9 (393.4), 120 x 65536 x 2048
-        # 119.4 -> 111.6 (114.7), 96 x 151936 x 4096 493.2 -> 462.3 (464.7); on the H200 only at
-        # 100 x 40000 x 4096, 109.3 -> 101.1 (99.6; results/probes/20261205T053034). Not shipped
-        # before the H200 sweep (OPEN_QUESTIONS.md "M 65-127 on a very wide weight").
+        # LM_HEAD=1 (shipped): M 65-128 on a weight wider than one wave of 128 x 256 tiles (an LM
+        # head: few tokens, a vocabulary-wide weight streamed from HBM): 128 x 128 tiles with 6
+        # buffers, stream-K where it pays, in place of 128 x 256 with 4. Measured on the H200
+        # (results/probes/20261205T164900-nvidia-h200-lm-head-sweep.json, 5 interleaved rounds, us,
+        # plain, the rule before -> LM_HEAD=1 (cuBLAS)): 72 x 50304 x 4096 130.9 -> 114.8 (115.9),
+        # 100 x 40000 x 4096 108.9 -> 99.4 (99.0), 120 x 65536 x 2048 84.2 -> 81.0 (83.1),
+        # 100 x 128256 x 4096 299.6 -> 288.2 (276.2), 96 x 151936 x 4096 345.2 -> 329.2 (324.1);
+        # three H100 sweeps the same way (20261205T153440, T153647, T163537). Where 128 x 256 tiles
+        # fit one wave the 128 x 128 tile lost 3-5% at N = 26000 and 30000 and was mixed at 32000
+        # (SHAPES.md "An LM head: 128 x 128 tiles past one wave").
         return 128, 128, TILES[(128, 128)], 1, 1, 1, 1, False
     if 3 * cdiv(m, 128) * cdiv(n, 256) >= 2 * sms:  # a wave at least two thirds full
         # Rows that start mid-sector (sector_misaligned): the loads, not the tensor cores, bound
@@ -839,7 +840,7 @@ def check_config(c: dict) -> None:
         (c["PREFILL_SWAP"] in (0, 1, 2, 3), "PREFILL_SWAP 0, 1, 2 or 3 (C^T's tiles with the operands swapped for M 257-800 where they fit, AUTO=1: 1 of 128 rows of the weight, 2 also of 192, 3 also of 256)"),
         (c["A_ROWS_128"] in (0, 1), "A_ROWS_128 0 or 1 (1: a 128-row tile at M 65-127 holds only the A rows that exist, rounded up to 8, shipped; 0: all 128)"),
         (c["MID_SWAP"] in (0, 1), "MID_SWAP 0 or 1 (1: C^T's tiles with the operands swapped for M 129-192 where they fit one wave, AUTO=1)"),
-        (c["LM_HEAD"] in (0, 1), "LM_HEAD 0 or 1 (1: 128 x 128 tiles at M 65-128 where 128 x 256 ones need more than one wave and K % 64 == 0, AUTO=1)"),
+        (c["LM_HEAD"] in (0, 1), "LM_HEAD 0 or 1 (1, shipped: 128 x 128 tiles at M 65-128 where 128 x 256 ones need more than one wave and K % 64 == 0, AUTO=1)"),
         (c["ROW_PARITY"] in (0, 1, 2), "ROW_PARITY 0, 1 or 2 (tiles of C's even rows and of its odd rows, odd ones 8 columns early, where the call allows: row_parity; 1 there always, 2 where K % 16 == 8 and A's base starts a sector)"),
         (c["REG_SPLIT"] in (0, 1, 2), "REG_SPLIT 0, 1 or 2 (the producer warpgroup at 24 registers, the consumers at 240, 160 or 248: 1 in every build, 2 without stream-K)"),
     ]

@@ -136,8 +136,8 @@
 // ring holds 11 or 10 buffers where it held 8 (the weight is the stream that matters here).
 // BM 192 with M 129-184 (one row of tiles): the same for the last warpgroup's 64 rows, A_ROWS =
 // M rounded up to 8, so that TMA zero-fills at most 7 rows of a box instead of up to 63; and BM
-// 128 with M 65-120 (the host's A_ROWS_128; also in the 128 x 128 tiles that the host's LM_HEAD,
-// a knob, gives M 65-128 on a vocabulary-wide weight).
+// 128 with M 65-120 (the host's A_ROWS_128; also in the 128 x 128 tiles that the host's LM_HEAD
+// gives M 65-128 on a vocabulary-wide weight).
 #ifndef A_ROWS
 #define A_ROWS BM
 #endif
