@@ -32,6 +32,7 @@ ROW_COLORS = ("#795548", "#90caf9", "#1565c0", "#bdbdbd")
 # ---- the walkthrough's declarations (notebooks/build.py reads them; see the README's recipe) ----
 # The calls whose builds the walkthrough lists (the rule's kinds of build: README "The shape rule").
 CALLS = [((1, 4096, 4096), "plain"), ((16, 14336, 4096), "bias+silu"), ((128, 14336, 4096), "plain"),
+         ((100, 128256, 4096), "plain"),
          ((129, 8192, 4096), "bias+gelu_tanh"), ((400, 12288, 4096), "plain"), ((1000, 1000, 1000), "bias+gelu"),
          ((4095, 4097, 4104), "plain"), ((4096, 4096, 4096), "bias+gelu"), ((8192, 8192, 8192), "plain")]
 KNOB = {"AUTO": 0, "BN": 128, "STAGES": 6}
