@@ -92,10 +92,10 @@ run() {
 }
 
 # the issue's odd shapes; the sanitizers' shapes (odd, stream-K in the last wave, K split in pairs,
-# 2-CTA pairs); v5's published shapes; the plain and fused tables' shapes
+# 2-CTA pairs); v5's published shapes (two LM heads among them, `LM_HEAD`); the plain and fused tables' shapes
 ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
 SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x1000 --shape 999x1001x1000"
-V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096"
+V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096 --shape 72x50304x4096 --shape 100x128256x4096"
 BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
 FUSED="--epilogue plain --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
 # COLUMNS: pytest cuts a summary line to the terminal width (80 with no terminal) below -vv
@@ -137,7 +137,7 @@ case ${1:-} in
     run stress "${STEP_S:-520}" python3 -m stages stress --publish --budget $(( ${STEP_S:-520} - 40 )) ;;
   publish)
     run bench-main 120 python3 -m stages bench --publish
-    run bench-v5-shapes 90 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
+    run bench-v5-shapes 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
     run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run bench-big-v45 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
   ablation)
