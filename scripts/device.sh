@@ -36,6 +36,9 @@
 #   publish   the published benches, alone on the GPU: the main job (every stage, cuBLAS and the CPU
 #             baseline at 4096^3), v5's shapes beside v4 and cuBLAS, the fused epilogues with v5's
 #             plain GEMM in the same rounds, the large shapes with v4 and v5
+#   refresh   v5 beside cuBLAS at every shape of v5's README "Measured" table (its generated block),
+#             published, in PARTS (5) steps of STEP_S (100) s each: each row then reads the kernel
+#             as it is, not as it was when that shape was last timed
 #   ablation  v4's ablation ladder (published; the rung names are in stages/v4_swizzle_pipeline/why.py)
 #   probe     scripts/overlap_probe.py: knob variants judged against float64 on VERIFY shapes, then
 #             timed in interleaved rounds on SHAPES (env: VARIANTS, SHAPES, VERIFY, EPILOGUES, ROUNDS)
@@ -140,6 +143,23 @@ case ${1:-} in
     run bench-v5-shapes 120 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $V5SHAPES --publish
     run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run bench-big-v45 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
+  refresh)
+    # the table's shapes, comma-joined in PARTS groups (a row is "| MxNxK | ..." with x as U+00D7)
+    groups=$(python3 - "${PARTS:-5}" <<'PY'
+import re, sys
+text = open("stages/v5_fused_epilogue/README.md", encoding="utf-8").read()
+block = text[text.index("<!-- measured:begin -->"):text.index("<!-- measured:end -->")]
+shapes = ["x".join(m) for m in re.findall(r"^\| (\d+)\u00d7(\d+)\u00d7(\d+) \|", block, re.M)]
+parts = int(sys.argv[1])
+size = -(-len(shapes) // parts)
+print(" ".join(",".join(shapes[i:i + size]) for i in range(0, len(shapes), size)))
+PY
+)
+    i=0
+    for group in $groups; do
+      i=$((i + 1)); args=(); for sh in ${group//,/ }; do args+=(--shape "$sh"); done
+      run "bench-refresh-$i" "${STEP_S:-100}" python3 -m stages bench v5_fused_epilogue cublas "${args[@]}" --publish
+    done ;;
   ablation)
     run v4-ablation "${STEP_S:-300}" python3 -m stages tune v4_swizzle_pipeline --beside v3_wgmma_tma \
       --variant PERSISTENT=0,ORDER=1,TMA_STORE=0,CLUSTER_M=1,GROUP_M=8,STREAMK=0 \

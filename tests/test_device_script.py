@@ -125,3 +125,18 @@ def test_steps_runs_each_line_as_a_step_under_its_limit(tmp_path):
     assert out == ["probe 60: python3 probes/tma_parity.py",
                    "tests 240: python3 -m pytest -q tests/test_v5.py -k row_parity",
                    "time 300: python3 scripts/row_align_probe.py --out /tmp/device-dry-run/ra"]
+
+
+def test_refresh_times_every_shape_of_the_measured_table_once(tmp_path):
+    """refresh: v5 beside cuBLAS, published, at each shape of v5's README "Measured" table, each
+    shape in one step only."""
+    readme = (SCRIPT.parents[1] / "stages" / "v5_fused_epilogue" / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("<!-- measured:begin -->"):readme.index("<!-- measured:end -->")]
+    table = ["x".join(m) for m in re.findall(r"^\| (\d+)\u00d7(\d+)\u00d7(\d+) \|", block, re.M)]
+    out = steps(dry("refresh", tmp_path).stdout)
+    assert len(out) == 5 and len(table) > 40
+    assert all(" bench v5_fused_epilogue cublas " in s and s.endswith("--publish") for s in out)
+    timed = [sh for s in out for sh in re.findall(r"--shape (\S+)", s)]
+    assert sorted(timed) == sorted(table)
+    assert len(steps(dry("refresh", tmp_path, PARTS="2").stdout)) == 2
+
