@@ -144,7 +144,9 @@ case ${1:-} in
     run bench-fused 90 python3 -m stages bench v5_fused_epilogue $FUSED --publish
     run bench-big-v45 60 python3 -m stages bench v4_swizzle_pipeline v5_fused_epilogue cublas $BIG --publish ;;
   refresh)
-    # the table's shapes, comma-joined in PARTS groups (a row is "| MxNxK | ..." with x as U+00D7)
+    # the table's shapes, comma-joined in PARTS groups (a row is "| MxNxK | ..." with x as U+00D7),
+    # read from the generated block (the tests hold it to the newest records, which
+    # records.latest_results gives), so that a dry run needs no import of the project
     groups=$(python3 - "${PARTS:-5}" <<'PY'
 import re, sys
 text = open("stages/v5_fused_epilogue/README.md", encoding="utf-8").read()
