@@ -94,10 +94,11 @@ run() {
   return 0
 }
 
-# the issue's odd shapes; the sanitizers' shapes (odd, stream-K in the last wave, K split in pairs,
-# 2-CTA pairs); v5's published shapes (two LM heads among them, `LM_HEAD`); the plain and fused tables' shapes
-ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13"
-SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x1000 --shape 999x1001x1000"
+# the issue's odd shapes (and one that takes `LM_HEAD`'s tiles with stream-K); the sanitizers' shapes
+# (odd, stream-K in the last wave, K split in pairs, 2-CTA pairs, `LM_HEAD`'s tiles at one k-block);
+# v5's published shapes (two LM heads among them, `LM_HEAD`); the plain and fused tables' shapes
+ODD="--shape 1x7x13 --shape 3x1000x4104 --shape 17x4097x1 --shape 129x7x4104 --shape 1000x1000x1000 --shape 1x4096x4096 --shape 16x14336x4096 --shape 4095x1000x13 --shape 100x40000x2048"
+SAN="--shape 17x7x13 --shape 129x300x200 --shape 300x520x4104 --shape 33x2048x1000 --shape 999x1001x1000 --shape 65x33793x64"
 V5SHAPES="--shape 128x14336x4096 --shape 16x14336x4096 --shape 1x4096x4096 --shape 4095x4097x4104 --shape 1000x1000x1000 --shape 128x4096x4096 --shape 256x4096x4096 --shape 256x2048x8192 --shape 1000x1000x4096 --shape 72x50304x4096 --shape 100x128256x4096"
 BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
 FUSED="--epilogue plain --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
