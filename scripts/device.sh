@@ -12,6 +12,9 @@
 # BUDGET_S bounds the call: a step that would start with under 15 s left is skipped and says so,
 # and no step runs past it; keep it ~20 s under the call's own limit so the tarballs get written.
 # DRY_RUN=1 prints each step instead of running it (tests/test_device_script.py).
+# REQUIRE_GPU=H200 stops the call at once, exit 3 and nothing run, unless nvidia-smi names that GPU:
+# the device tool may lend an H100 to a call that asked for an H200, and a timing meant for the
+# H200's records is then spent for nothing (checked in a dry run too).
 #
 # Modes, each one call on a cold machine (~90-120 s to start, not counted in BUDGET_S):
 #   suite     the whole suite in ORDER (file, the default, or reverse) as PARTS (8) contiguous slices
@@ -104,6 +107,15 @@ BIG="--shape 4096x4096x4096 --shape 8192x8192x8192 --shape 4096x14336x4096"
 FUSED="--epilogue plain --epilogue bias+gelu_tanh --epilogue bias+gelu --epilogue bias --epilogue bias+relu --epilogue bias+silu --shape 4096x4096x4096 --shape 8192x8192x8192"
 # COLUMNS: pytest cuts a summary line to the terminal width (80 with no terminal) below -vv
 PYTEST="env COLUMNS=400 python3 -m pytest -v -p no:cacheprovider -rfEs --tb=short --durations=10"
+
+if [ -n "${REQUIRE_GPU:-}" ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+  if [[ "$gpu" != *"$REQUIRE_GPU"* ]]; then
+    echo "===== REQUIRE_GPU=$REQUIRE_GPU: this GPU is '${gpu:-none}'; nothing run" | tee -a "$LOG"
+    exit 3
+  fi
+  echo "===== REQUIRE_GPU=$REQUIRE_GPU: $gpu" >>"$LOG"
+fi
 
 case ${1:-} in
   suite)
