@@ -45,17 +45,22 @@ def test_the_script_parses():
     assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True).returncode == 0
 
 
+def fake_smi(tmp_path, body: str) -> str:
+    """A PATH whose nvidia-smi is the bash `body`, ahead of the real one (if any)."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    smi = bin_ / "nvidia-smi"
+    smi.write_text(f"#!/usr/bin/env bash\n{body}\n")
+    smi.chmod(0o755)
+    return f"{bin_}:{os.environ['PATH']}"
+
+
 @pytest.mark.parametrize("name,runs", [("NVIDIA H100 80GB HBM3", False), ("NVIDIA H200", True), ("", False)])
 def test_require_gpu_stops_the_call_on_another_gpu(tmp_path, name, runs):
     """REQUIRE_GPU=H200 with nvidia-smi naming another GPU (or none): exit 3, no step listed;
     with the H200 named the mode goes on (here its dry run lists the steps)."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    smi = bin_ / "nvidia-smi"
-    smi.write_text(f"#!/usr/bin/env bash\n[ -n '{name}' ] && echo '{name}'\n")
-    smi.chmod(0o755)
     out = tmp_path / "out"
-    p = dry("publish", out, REQUIRE_GPU="H200", PATH=f"{bin_}:{os.environ['PATH']}")
+    p = dry("publish", out, REQUIRE_GPU="H200", PATH=fake_smi(tmp_path, f"[ -n '{name}' ] && echo '{name}'"))
     log = (out / "final.log").read_text()
     if runs:
         assert p.returncode == 0 and "bench-main" in p.stdout
@@ -67,13 +72,10 @@ def test_require_gpu_stops_the_call_on_another_gpu(tmp_path, name, runs):
 
 def test_without_require_gpu_no_gpu_is_asked_for(tmp_path):
     """Unset, the script never calls nvidia-smi (a dry run on a machine without one lists the steps)."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    smi = bin_ / "nvidia-smi"
-    smi.write_text("#!/usr/bin/env bash\nexit 9\n")
-    smi.chmod(0o755)
-    p = dry("publish", tmp_path / "out", PATH=f"{bin_}:{os.environ['PATH']}")
+    called = tmp_path / "called"
+    p = dry("publish", tmp_path / "out", PATH=fake_smi(tmp_path, f"touch '{called}'; exit 9"))
     assert p.returncode == 0 and "bench-main" in p.stdout
+    assert not called.exists()
 
 
 def test_the_header_documents_exactly_the_modes_it_has(tmp_path):
